@@ -1,0 +1,220 @@
+//! Owned messages and calls for testing a strategy through the `Strategy` trait, without FFI.
+//! The views handed to `decide` are built exactly as the host builds them.
+
+use crate::abi::*;
+use crate::sdk::*;
+
+#[derive(Debug, Clone)]
+pub struct TestTool {
+    pub id: String,
+    pub name: String,
+    pub body: String,
+    pub is_result: bool,
+    pub is_error: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestMsg {
+    pub id: u64,
+    pub role: Role,
+    pub flags: u32,
+    pub agent: String,
+    /// Tokens; `None` uses ceil(chars/4) + 4.
+    pub tokens: Option<u64>,
+    pub text: String,
+    pub tools: Vec<TestTool>,
+    pub images: u32,
+    pub image_bytes: u64,
+    pub request: u32,
+}
+
+impl TestMsg {
+    pub fn new(role: Role, text: &str) -> TestMsg {
+        TestMsg {
+            id: 0,
+            role,
+            flags: 0,
+            agent: "main".into(),
+            tokens: None,
+            text: text.into(),
+            tools: Vec::new(),
+            images: 0,
+            image_bytes: 0,
+            request: 0,
+        }
+    }
+    pub fn system(text: &str) -> TestMsg {
+        TestMsg::new(Role::System, text)
+    }
+    pub fn user(text: &str) -> TestMsg {
+        TestMsg::new(Role::User, text)
+    }
+    pub fn assistant(text: &str) -> TestMsg {
+        TestMsg::new(Role::Assistant, text)
+    }
+    /// An assistant message making one tool call.
+    pub fn tool_call(id: &str, name: &str, args: &str) -> TestMsg {
+        let mut m = TestMsg::new(Role::Assistant, args);
+        m.flags |= FLAG_TOOL_CALL;
+        m.tools.push(TestTool {
+            id: id.into(),
+            name: name.into(),
+            body: args.into(),
+            is_result: false,
+            is_error: false,
+        });
+        m
+    }
+    /// A tool message answering call `id`.
+    pub fn tool_result(id: &str, name: &str, content: &str) -> TestMsg {
+        let mut m = TestMsg::new(Role::Tool, content);
+        m.flags |= FLAG_TOOL_RESULT;
+        m.tools.push(TestTool {
+            id: id.into(),
+            name: name.into(),
+            body: content.into(),
+            is_result: true,
+            is_error: false,
+        });
+        m
+    }
+    pub fn tokens(mut self, n: u64) -> Self {
+        self.tokens = Some(n);
+        self
+    }
+    pub fn flag(mut self, f: u32) -> Self {
+        self.flags |= f;
+        self
+    }
+    pub fn pinned(self) -> Self {
+        self.flag(FLAG_PINNED)
+    }
+    pub fn agent(mut self, a: &str) -> Self {
+        self.agent = a.into();
+        self
+    }
+    pub fn request(mut self, r: u32) -> Self {
+        self.request = r;
+        self
+    }
+    pub fn image(mut self, bytes: u64) -> Self {
+        self.images += 1;
+        self.image_bytes += bytes;
+        self.flags |= FLAG_IMAGE;
+        self
+    }
+    pub fn token_count(&self) -> u64 {
+        self.tokens
+            .unwrap_or_else(|| (self.text.chars().count() as u64).div_ceil(4) + 4)
+    }
+}
+
+/// The facts of one call plus the working context; `decide` runs a strategy on it.
+#[derive(Debug, Clone, Default)]
+pub struct TestCall {
+    pub agent: String,
+    pub call_index: u64,
+    pub agent_call_index: u64,
+    pub budget: BudgetView,
+    pub overhead_tokens: u64,
+    pub prev_input_tokens: u64,
+    pub prev_recorded_input_tokens: u64,
+    pub prev_raw_tokens: u64,
+    pub cumulative_input_tokens: u64,
+    pub new_messages: u64,
+    pub new_request: bool,
+    pub assistant_turns: Option<u64>,
+    pub messages: Vec<TestMsg>,
+}
+
+impl TestCall {
+    pub fn new(messages: Vec<TestMsg>) -> TestCall {
+        TestCall {
+            agent: "main".into(),
+            budget: BudgetView {
+                context_window: 200_000,
+                max_output: 8_000,
+                reserve: 0,
+            },
+            new_messages: messages.len() as u64,
+            messages,
+            ..TestCall::default()
+        }
+    }
+    pub fn window(mut self, w: u64) -> Self {
+        self.budget.context_window = w;
+        self
+    }
+    pub fn context_tokens(&self) -> u64 {
+        self.overhead_tokens + self.messages.iter().map(|m| m.token_count()).sum::<u64>()
+    }
+
+    /// Runs `decide` on views built from this call, as the host would.
+    pub fn decide(&self, strategy: &mut dyn Strategy) -> Result<Decision, String> {
+        let tools: Vec<Vec<ToolView>> = self
+            .messages
+            .iter()
+            .map(|m| {
+                m.tools
+                    .iter()
+                    .map(|t| ToolView {
+                        id: StrRef::new(&t.id),
+                        name: StrRef::new(&t.name),
+                        body: StrRef::new(&t.body),
+                        is_result: t.is_result as u8,
+                        is_error: t.is_error as u8,
+                    })
+                    .collect()
+            })
+            .collect();
+        let views: Vec<MessageView> = self
+            .messages
+            .iter()
+            .zip(&tools)
+            .enumerate()
+            .map(|(i, (m, t))| MessageView {
+                id: if m.id == 0 { i as u64 + 1 } else { m.id },
+                role: m.role.to_abi(),
+                flags: m.flags,
+                agent: StrRef::new(&m.agent),
+                tokens: m.token_count(),
+                chars: m.text.chars().count() as u64,
+                text: StrRef::new(&m.text),
+                tools: t.as_ptr(),
+                tools_len: t.len(),
+                images: m.images,
+                image_bytes: m.image_bytes,
+                request: m.request,
+                timestamp_ms: i64::MIN,
+            })
+            .collect();
+        let turns = self.assistant_turns.unwrap_or_else(|| {
+            self.messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count() as u64
+        });
+        let raw = CallView {
+            agent: StrRef::new(&self.agent),
+            call_index: self.call_index,
+            agent_call_index: self.agent_call_index,
+            timestamp_ms: i64::MIN,
+            budget: self.budget,
+            overhead_tokens: self.overhead_tokens,
+            context_tokens: self.context_tokens(),
+            prev_input_tokens: self.prev_input_tokens,
+            prev_recorded_input_tokens: self.prev_recorded_input_tokens,
+            prev_raw_tokens: self.prev_raw_tokens,
+            cumulative_input_tokens: self.cumulative_input_tokens,
+            new_messages: self.new_messages,
+            new_request: self.new_request as u8,
+            assistant_turns: turns,
+            messages: views.as_ptr(),
+            messages_len: views.len(),
+        };
+        let call = unsafe { Call::from_raw(&raw) };
+        let mut d = Decision::default();
+        strategy.decide(&call, &mut d)?;
+        Ok(d)
+    }
+}

@@ -1,0 +1,1 @@
+//! Log readers: one module per format, chosen by sniffing the content.

@@ -1,0 +1,18 @@
+//! ctxlab: reconstruct the context of LLM agents from their session logs and replay it through
+//! context-compaction strategies loaded as native plugins.
+//!
+//! Code map (see docs/architecture in DESIGN.md §1):
+//! - [`model`]: the session model every reader produces;
+//! - [`formats`]: one reader per log format, and sniffing;
+//! - [`tokens`]: token counters and calibration against recorded usage;
+//! - [`plugin_host`]: discovery, loading and the safe wrapper around strategy plugins;
+//! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
+
+pub mod error;
+pub mod formats;
+pub mod model;
+pub mod plugin_host;
+pub mod replay;
+pub mod tokens;
+
+pub use error::{Error, Result};

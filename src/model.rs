@@ -1,0 +1,307 @@
+//! The session model every reader produces and every other part of ctxlab consumes.
+//!
+//! Invariants (readers keep them, everything else relies on them):
+//! - `messages` are in the order the log wrote them (time order within one agent);
+//! - `calls` are in time order across agents; `Call::context_end` never decreases for one agent;
+//! - every index (`AgentIdx`, message index, call index) points into this session's vectors;
+//! - a recorded compaction sits between two calls of its agent: `at_message` is the index of the
+//!   first message written after the compaction boundary.
+
+use serde::{Deserialize, Serialize};
+
+/// Index into `Session::agents`.
+pub type AgentIdx = usize;
+/// Index into `Session::messages`.
+pub type MsgIdx = usize;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Session {
+    /// Stable id: the log's own session id where it has one, else derived from the file name.
+    pub id: String,
+    pub title: Option<String>,
+    pub source: Source,
+    pub agents: Vec<Agent>,
+    pub messages: Vec<Message>,
+    pub calls: Vec<Call>,
+    pub compactions: Vec<RecordedCompaction>,
+    /// Thresholds the log itself recorded (fuseraft's warn_at / cutover_at).
+    pub thresholds: Vec<RecordedThreshold>,
+    /// True when the log holds token counts but no message text: it charts, it cannot be replayed.
+    pub usage_only: bool,
+    /// Non-fatal problems met while reading (corrupt lines, unknown entries that mattered).
+    pub warnings: Vec<Warning>,
+}
+
+/// Where a session came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Source {
+    /// Reader id, e.g. `claude-code`, `codex`, `pi`, `openai-messages`, `fuseraft-snapshots`, `native`.
+    pub format: String,
+    /// Every file the session was read from; `SourcePos::file` indexes this list.
+    pub files: Vec<String>,
+    /// Total bytes read.
+    pub bytes: u64,
+    /// Content hash (hex) of the files, in order, so a moved or changed log is detected.
+    pub hash: String,
+}
+
+/// A position in a source file, for error messages and for jumping back to the log.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SourcePos {
+    /// Index into `Source::files`.
+    pub file: u32,
+    /// 1-based line number (0 when unknown).
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Agent {
+    /// The id the log uses (Claude Code agentId, fuseraft agent name, …); `main` for the root agent.
+    pub id: String,
+    pub name: String,
+    pub model: Option<String>,
+    pub parent: Option<AgentIdx>,
+    /// The tool call in the parent that spawned this agent (Claude Code's Task/Agent call id).
+    pub spawned_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        /// Arguments as the model wrote them (JSON text as a rule).
+        args: String,
+    },
+    ToolResult {
+        call_id: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+    /// Image bytes are not kept, only their size: counters need nothing more.
+    Image {
+        #[serde(default)]
+        media_type: String,
+        /// Size of the decoded image in bytes (0 when unknown).
+        bytes: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MessageFlags {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+    /// A summary written by a compaction (Claude Code's isCompactSummary, pi's compaction summary).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_summary: bool,
+    /// A user message that reached the agent while it was working (not a new request).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub injected: bool,
+    /// Not part of the model's context (UI-only or metadata entries kept for display).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub meta: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Message {
+    pub agent: AgentIdx,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: Option<i64>,
+    #[serde(default)]
+    pub flags: MessageFlags,
+    #[serde(default)]
+    pub source: SourcePos,
+}
+
+impl Message {
+    /// Ids of the tool calls this message makes.
+    pub fn tool_call_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Ids of the tool calls this message answers.
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Total characters of text-like content (text, thinking, tool args and results).
+    pub fn text_chars(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text { text } | Part::Thinking { text } => text.chars().count(),
+                Part::ToolCall { name, args, .. } => name.chars().count() + args.chars().count(),
+                Part::ToolResult { content, .. } => content.chars().count(),
+                Part::Image { .. } => 0,
+            })
+            .sum()
+    }
+}
+
+/// Token usage the provider or harness reported for one call.
+/// `input` is the uncached part: the context size of the call is `input + cache_read + cache_write`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    #[serde(default)]
+    pub cache_read: u64,
+    /// Cache writes with the 5-minute TTL.
+    #[serde(default)]
+    pub cache_write_5m: u64,
+    /// Cache writes with the 1-hour TTL.
+    #[serde(default)]
+    pub cache_write_1h: u64,
+}
+
+impl Usage {
+    pub fn cache_write(&self) -> u64 {
+        self.cache_write_5m + self.cache_write_1h
+    }
+    /// Tokens the model read for this call: the context occupancy as the provider counted it.
+    pub fn context_tokens(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write()
+    }
+}
+
+/// One model request by one agent.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Call {
+    pub agent: AgentIdx,
+    /// The call's context, as recorded, is the agent's messages among `messages[..context_end]`
+    /// that are not behind a recorded compaction (see `RecordedCompaction`).
+    pub context_end: MsgIdx,
+    /// The assistant message holding this call's reply, when the log has it.
+    pub reply: Option<MsgIdx>,
+    pub usage: Option<Usage>,
+    pub model: Option<String>,
+    pub timestamp: Option<i64>,
+    /// Provider/request id (Claude Code `message.id`), when the log has one.
+    pub request_id: Option<String>,
+    #[serde(default)]
+    pub source: SourcePos,
+}
+
+/// A compaction the log itself recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RecordedCompaction {
+    pub agent: AgentIdx,
+    /// Index of the first message written after the compaction boundary; calls with
+    /// `context_end > at_message` see the compacted history.
+    pub at_message: MsgIdx,
+    /// `auto`, `manual`, … as the log says.
+    pub trigger: String,
+    /// Tokens in the context before the compaction, as the log recorded them.
+    pub pre_tokens: Option<u64>,
+    /// The summary message that replaced the history, when the log has it.
+    pub summary: Option<MsgIdx>,
+    /// Messages of the agent from this index (inclusive) up to `at_message` survive the compaction
+    /// verbatim (pi's firstKeptEntryIndex, Claude Code's preservedSegment). None: nothing kept.
+    pub kept_from: Option<MsgIdx>,
+    pub timestamp: Option<i64>,
+    /// True when ctxlab inferred the compaction from a drop in usage instead of reading it.
+    #[serde(default)]
+    pub inferred: bool,
+    #[serde(default)]
+    pub source: SourcePos,
+}
+
+/// A threshold the log recorded (fuseraft snapshots carry warn_at / cutover_at).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RecordedThreshold {
+    pub agent: Option<AgentIdx>,
+    /// `warn` or `cutover`.
+    pub kind: String,
+    pub tokens: u64,
+}
+
+/// A non-fatal problem met while reading.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Warning {
+    pub file: String,
+    pub line: u32,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+impl Session {
+    /// Index of the agent with this id, creating it (with `name = id`) when new.
+    pub fn agent_index(&mut self, id: &str) -> AgentIdx {
+        if let Some(i) = self.agents.iter().position(|a| a.id == id) {
+            return i;
+        }
+        self.agents.push(Agent {
+            id: id.to_string(),
+            name: id.to_string(),
+            ..Agent::default()
+        });
+        self.agents.len() - 1
+    }
+
+    pub fn warn(&mut self, pos: SourcePos, message: impl Into<String>) {
+        let file = self
+            .source
+            .files
+            .get(pos.file as usize)
+            .cloned()
+            .unwrap_or_default();
+        self.warnings.push(Warning {
+            file,
+            line: pos.line,
+            message: message.into(),
+        });
+    }
+
+    /// Calls of one agent, in order.
+    pub fn calls_of(&self, agent: AgentIdx) -> impl Iterator<Item = (usize, &Call)> {
+        self.calls
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.agent == agent)
+    }
+}

@@ -1,0 +1,1 @@
+//! Token counters and calibration against recorded usage.
