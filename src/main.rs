@@ -1,5 +1,36 @@
-//! The `ctxlab` command line: a thin layer over the library.
+//! The `ctxlab` command line: a thin layer over the library. Each subcommand lives in
+//! `src/cli/<name>.rs` and only parses arguments, calls the library and prints.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ctxlab", version, about = "Replay LLM agent sessions through context-compaction strategies")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Show what a session log holds: agents, calls, recorded usage, compactions, estimates.
+    Inspect(cli::inspect::Args),
+    /// Replay a session through one strategy and print its metrics.
+    Replay(cli::replay::Args),
+    /// List the strategy plugins found, and why any were refused.
+    Plugins(cli::plugins::Args),
+}
 
 fn main() {
-    println!("ctxlab");
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Inspect(a) => cli::inspect::run(a),
+        Cmd::Replay(a) => cli::replay::run(a),
+        Cmd::Plugins(a) => cli::plugins::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("ctxlab: {e}");
+        std::process::exit(1);
+    }
 }

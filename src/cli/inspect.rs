@@ -1,0 +1,8 @@
+//! `ctxlab inspect`.
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> ctxlab::Result<()> {
+    Err(ctxlab::Error::Invalid("`ctxlab inspect` is being built".into()))
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand.
+pub mod inspect;
+pub mod plugins;
+pub mod replay;
