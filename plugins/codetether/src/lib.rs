@@ -1,0 +1,1 @@
+//! Strategy plugin modelling codetether (see ../shared/seeds).

@@ -1,0 +1,1 @@
+//! The example plugin of docs/plugins.md.

@@ -1,0 +1,1 @@
+//! Strategy plugin modelling fim-one (see ../shared/seeds).

@@ -1,0 +1,1 @@
+//! Strategy plugin modelling fuseraft (see ../shared/seeds).

@@ -1,0 +1,1 @@
+//! Strategy plugin modelling librechat (see ../shared/seeds).

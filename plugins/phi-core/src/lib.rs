@@ -1,0 +1,1 @@
+//! Strategy plugin modelling phi-core (see ../shared/seeds).
