@@ -1,0 +1,1 @@
+//! Fixture: panics in decide.
