@@ -67,6 +67,27 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// The first fields of every `PluginTable`, whatever its version: all the host may read before it
+/// has checked `size`.
+#[repr(C)]
+struct TableHeader {
+    abi_major: u32,
+    abi_minor: u32,
+    size: usize,
+}
+
+const _: () = {
+    assert!(
+        std::mem::offset_of!(PluginTable, abi_major)
+            == std::mem::offset_of!(TableHeader, abi_major)
+    );
+    assert!(
+        std::mem::offset_of!(PluginTable, abi_minor)
+            == std::mem::offset_of!(TableHeader, abi_minor)
+    );
+    assert!(std::mem::offset_of!(PluginTable, size) == std::mem::offset_of!(TableHeader, size));
+};
+
 /// Text written by a plugin into host memory.
 struct Buf(Vec<u8>);
 
@@ -75,7 +96,8 @@ unsafe extern "C" fn buf_write(ctx: *mut c_void, ptr: *const u8, len: usize) {
         return;
     }
     let buf = &mut *(ctx as *mut Buf);
-    buf.0.extend_from_slice(std::slice::from_raw_parts(ptr, len));
+    buf.0
+        .extend_from_slice(std::slice::from_raw_parts(ptr, len));
 }
 
 impl Buf {
@@ -102,26 +124,32 @@ impl LoadedPlugin {
     ///
     /// # Safety
     /// `table` must point to a table that lives for the rest of the process.
-    pub unsafe fn from_table(table: *const PluginTable, path: &Path) -> Result<LoadedPlugin, String> {
-        let t = table
+    pub unsafe fn from_table(
+        table: *const PluginTable,
+        path: &Path,
+    ) -> Result<LoadedPlugin, String> {
+        // Only the header is read before the size is known to cover the whole table: a short table
+        // (a plugin built against an older or broken header) must not be read past its end.
+        let h = (table as *const TableHeader)
             .as_ref()
             .ok_or_else(|| "the entry point returned no table".to_string())?;
-        if t.abi_major != ABI_MAJOR {
+        if h.abi_major != ABI_MAJOR {
             return Err(format!(
                 "plugin ABI {}.{} but this ctxlab speaks ABI {}.{}: rebuild the plugin against ctxlab-plugin-api {}.x",
-                t.abi_major, t.abi_minor, ABI_MAJOR, ABI_MINOR, ABI_MAJOR
+                h.abi_major, h.abi_minor, ABI_MAJOR, ABI_MINOR, ABI_MAJOR
             ));
         }
         // A table built for ABI 1.0 is exactly this size; a shorter one lacks entry points.
-        if t.size < std::mem::size_of::<PluginTable>() {
+        if h.size < std::mem::size_of::<PluginTable>() {
             return Err(format!(
                 "plugin table is {} bytes, ABI {}.{} needs at least {}",
-                t.size,
-                t.abi_major,
-                t.abi_minor,
+                h.size,
+                h.abi_major,
+                h.abi_minor,
                 std::mem::size_of::<PluginTable>()
             ));
         }
+        let t = &*table;
         Ok(LoadedPlugin {
             name: str_of(t.name),
             version: str_of(t.version),
@@ -136,48 +164,98 @@ impl LoadedPlugin {
         // Safety: loading runs the library's initialisers; that is the contract of a plugin.
         let lib = unsafe { libloading::Library::new(path) }
             .map_err(|e| format!("not a loadable shared library: {e}"))?;
-        let entry: EntryFn = unsafe {
-            *lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes())
-                .map_err(|_| format!("missing symbol {ENTRY_SYMBOL}: not a ctxlab plugin"))?
-        };
-        // Never unloaded, see the module docs.
+        let entry: Option<EntryFn> =
+            unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()).ok().map(|s| *s) };
+        // Never unloaded, not even when refused (see the module docs): its initialisers have run.
         std::mem::forget(lib);
+        let entry =
+            entry.ok_or_else(|| format!("missing symbol {ENTRY_SYMBOL}: not a ctxlab plugin"))?;
         let table = unsafe { entry() };
         unsafe { LoadedPlugin::from_table(table, path) }
     }
 
-    pub fn strategies(self: &Arc<Self>) -> Vec<StrategyEntry> {
+    fn descs(&self) -> &'static [StrategyDesc] {
         let t = self.table;
-        let descs: &[StrategyDesc] = if t.strategies.is_null() {
+        if t.strategies.is_null() || t.strategies_len == 0 {
             &[]
         } else {
+            // Safety: the table and its descriptors live for the process (checked at load).
             unsafe { std::slice::from_raw_parts(t.strategies, t.strategies_len) }
+        }
+    }
+
+    fn entry(self: &Arc<Self>, index: usize, d: &StrategyDesc) -> Result<StrategyEntry, String> {
+        // Safety: descriptor strings are plugin-owned and live for the process.
+        let (id, schema) = unsafe { (str_of(d.id), str_of(d.params_schema)) };
+        if id.is_empty() {
+            return Err(format!("strategy number {index} has an empty id"));
+        }
+        let params: Vec<ParamSpec> = if schema.trim().is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(&schema)
+                .map_err(|e| format!("strategy {id}: parameter schema is not valid: {e}"))?
         };
-        descs
+        let (title, system, description, formats) = unsafe {
+            (
+                str_of(d.title),
+                str_of(d.system),
+                str_of(d.description),
+                str_of(d.export_formats),
+            )
+        };
+        Ok(StrategyEntry {
+            meta: StrategyMeta {
+                id,
+                title,
+                system,
+                description,
+                params,
+                export_formats: formats
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+                plugin: self.name.clone(),
+                plugin_version: self.version.clone(),
+                path: self.path.clone(),
+            },
+            plugin: Arc::clone(self),
+            index,
+        })
+    }
+
+    /// Every strategy the plugin describes, or the first reason one of them is unusable (empty id,
+    /// malformed parameter schema, descriptor array missing).
+    pub fn try_strategies(self: &Arc<Self>) -> Result<Vec<StrategyEntry>, String> {
+        if self.table.strategies.is_null() && self.table.strategies_len > 0 {
+            return Err(format!(
+                "the table announces {} strategies but points to none",
+                self.table.strategies_len
+            ));
+        }
+        let entries = self
+            .descs()
             .iter()
             .enumerate()
-            .map(|(index, d)| unsafe {
-                let schema = str_of(d.params_schema);
-                StrategyEntry {
-                    meta: StrategyMeta {
-                        id: str_of(d.id),
-                        title: str_of(d.title),
-                        system: str_of(d.system),
-                        description: str_of(d.description),
-                        params: serde_json::from_str(&schema).unwrap_or_default(),
-                        export_formats: str_of(d.export_formats)
-                            .split(',')
-                            .filter(|s| !s.is_empty())
-                            .map(String::from)
-                            .collect(),
-                        plugin: self.name.clone(),
-                        plugin_version: self.version.clone(),
-                        path: self.path.clone(),
-                    },
-                    plugin: Arc::clone(self),
-                    index,
-                }
-            })
+            .map(|(i, d)| self.entry(i, d))
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut seen = std::collections::HashSet::new();
+        for e in &entries {
+            if !seen.insert(e.meta.id.as_str()) {
+                return Err(format!("strategy id {} is exported twice", e.meta.id));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The strategies that describe themselves properly; `try_strategies` says why one does not.
+    pub fn strategies(self: &Arc<Self>) -> Vec<StrategyEntry> {
+        self.descs()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| self.entry(i, d).ok())
             .collect()
     }
 }
@@ -216,13 +294,7 @@ impl StrategyEntry {
         let (mut out, mut err) = (Buf::new(), Buf::new());
         let (ow, ew) = (out.writer(), err.writer());
         let st = unsafe {
-            (self.plugin.table.import)(
-                self.index,
-                StrRef::new(format),
-                StrRef::new(text),
-                &ow,
-                &ew,
-            )
+            (self.plugin.table.import)(self.index, StrRef::new(format), StrRef::new(text), &ow, &ew)
         };
         if st != STATUS_OK {
             return Err(self.err(err.text()));
@@ -401,5 +473,291 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         unsafe { (self.entry.plugin.table.destroy)(self.ptr) }
+    }
+}
+
+/// Why a folder is searched for plugins (shown by `ctxlab plugins`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Named in `CTXLAB_PLUGIN_PATH`.
+    EnvVar,
+    /// The `plugins` folder beside the executable (an installed ctxlab).
+    BesideExecutable,
+    /// `<user data folder>/ctxlab/plugins`.
+    UserData,
+    /// `target/<profile>/` of the development checkout the executable was built in.
+    Checkout,
+}
+
+/// One place discovery looks, in search order.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SearchDir {
+    pub path: PathBuf,
+    pub origin: Origin,
+}
+
+/// The environment variable that puts folders (or single library files) first in the search.
+pub const PLUGIN_PATH_VAR: &str = "CTXLAB_PLUGIN_PATH";
+
+/// Where `Registry::discover` looks, in order: `CTXLAB_PLUGIN_PATH`, beside the executable, the
+/// user data folder, and the checkout's `target/<profile>/`. An earlier place wins a strategy id.
+pub fn search_path() -> Vec<SearchDir> {
+    let mut dirs = Vec::new();
+    if let Some(v) = std::env::var_os(PLUGIN_PATH_VAR) {
+        dirs.extend(
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|path| SearchDir {
+                    path,
+                    origin: Origin::EnvVar,
+                }),
+        );
+    }
+    let exe = std::env::current_exe().ok();
+    if let Some(dir) = exe.as_deref().and_then(Path::parent) {
+        dirs.push(SearchDir {
+            path: dir.join("plugins"),
+            origin: Origin::BesideExecutable,
+        });
+    }
+    if let Some(data) = dirs::data_dir() {
+        dirs.push(SearchDir {
+            path: data.join("ctxlab").join("plugins"),
+            origin: Origin::UserData,
+        });
+    }
+    if let Some(dir) = exe.as_deref().and_then(checkout_dir) {
+        dirs.push(SearchDir {
+            path: dir,
+            origin: Origin::Checkout,
+        });
+    }
+    dirs
+}
+
+/// `target/<profile>/` when `exe` was built by cargo in a checkout: `target/debug/ctxlab` and
+/// test binaries in `target/debug/deps/` both give `target/debug`. Cargo marks its target folder
+/// with `CACHEDIR.TAG` (also under `--target <triple>`, one level further down).
+pub fn checkout_dir(exe: &Path) -> Option<PathBuf> {
+    let mut dir = exe.parent()?;
+    if matches!(
+        dir.file_name().and_then(|n| n.to_str()),
+        Some("deps" | "examples")
+    ) {
+        dir = dir.parent()?;
+    }
+    dir.ancestors()
+        .skip(1)
+        .take(2)
+        .any(|a| a.join("CACHEDIR.TAG").is_file())
+        .then(|| dir.to_path_buf())
+}
+
+/// A shared library that discovery of a folder picks up: `*ctxlab_plugin_*.{so,dylib,dll}`.
+/// Fixture plugins (`ctxlab_fixture_*`) are left alone; tests load them by path.
+pub fn is_plugin_file_name(name: &str) -> bool {
+    let ext_ok = Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "so" | "dylib" | "dll"));
+    ext_ok && name.contains("ctxlab_plugin_")
+}
+
+/// Every strategy found, and every library that was refused with the reason.
+#[derive(Debug, Default)]
+pub struct Registry {
+    searched: Vec<SearchDir>,
+    plugins: Vec<Arc<LoadedPlugin>>,
+    strategies: Vec<StrategyEntry>,
+    refused: Vec<Refusal>,
+    /// Canonical paths (and table addresses for in-process plugins) already seen: the same file
+    /// reached twice (symlink, folder listed twice) is loaded once.
+    seen: std::collections::HashSet<PathBuf>,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl Registry {
+    /// An empty registry (tests and embedders add plugins explicitly).
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Searches the standard places (see [`search_path`]).
+    pub fn discover() -> Registry {
+        Registry::discover_in(&search_path())
+    }
+
+    /// Searches these places in order.
+    pub fn discover_in(dirs: &[SearchDir]) -> Registry {
+        let mut r = Registry::new();
+        for d in dirs {
+            r.search(d);
+        }
+        r
+    }
+
+    fn search(&mut self, d: &SearchDir) {
+        self.searched.push(d.clone());
+        let explicit = d.origin == Origin::EnvVar;
+        if d.path.is_file() {
+            // A file named in CTXLAB_PLUGIN_PATH is loaded whatever its name.
+            let _ = self.load_path(&d.path);
+            return;
+        }
+        let entries = match std::fs::read_dir(&d.path) {
+            Ok(e) => e,
+            Err(e) => {
+                // Only a place the user named is worth a complaint; the defaults often don't exist.
+                if explicit {
+                    self.refused.push(Refusal {
+                        path: d.path.clone(),
+                        reason: format!("named in {PLUGIN_PATH_VAR} but cannot be read: {e}"),
+                    });
+                }
+                return;
+            }
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_plugin_file_name)
+                    && p.is_file()
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            let _ = self.load_path(&f);
+        }
+    }
+
+    /// Loads one library. `Ok(n)`: `n` strategies were added (0 when this file was already
+    /// loaded). A refusal is also kept in [`Registry::refused`].
+    pub fn load_path(&mut self, path: &Path) -> std::result::Result<usize, Refusal> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if !self.seen.insert(key) {
+            return Ok(0);
+        }
+        let loaded = LoadedPlugin::load(path);
+        self.admit(path, loaded)
+    }
+
+    /// Registers a plugin table linked into this binary (a plugin crate's `plugin_table()`), as if
+    /// it had been loaded from a library; `label` stands in for the path in messages.
+    pub fn add_in_process(
+        &mut self,
+        table: &'static PluginTable,
+        label: &str,
+    ) -> std::result::Result<usize, Refusal> {
+        let key = PathBuf::from(format!("<in-process {:p}>", table as *const PluginTable));
+        if !self.seen.insert(key) {
+            return Ok(0);
+        }
+        let path = PathBuf::from(format!("<in-process: {label}>"));
+        // Safety: the table is 'static.
+        let loaded = unsafe { LoadedPlugin::from_table(table, &path) };
+        self.admit(&path, loaded)
+    }
+
+    fn admit(
+        &mut self,
+        path: &Path,
+        loaded: Result<LoadedPlugin, String>,
+    ) -> std::result::Result<usize, Refusal> {
+        let checked = loaded.and_then(|p| {
+            let p = Arc::new(p);
+            let entries = p
+                .try_strategies()
+                .map_err(|e| format!("plugin {}: {e}", p.name))?;
+            // The first place in the search order keeps an id; a later copy is refused whole, so
+            // a half-loaded plugin never mixes with another build of itself.
+            for e in &entries {
+                if let Some(first) = self.find(&e.meta.id) {
+                    return Err(format!(
+                        "plugin {}: strategy id {} is already provided by plugin {} {} ({})",
+                        p.name,
+                        e.meta.id,
+                        first.meta.plugin,
+                        first.meta.plugin_version,
+                        first.meta.path.display()
+                    ));
+                }
+            }
+            Ok((p, entries))
+        });
+        match checked {
+            Ok((p, entries)) => {
+                let n = entries.len();
+                self.plugins.push(p);
+                self.strategies.extend(entries);
+                Ok(n)
+            }
+            Err(reason) => {
+                let r = Refusal {
+                    path: path.to_path_buf(),
+                    reason,
+                };
+                self.refused.push(r.clone());
+                Err(r)
+            }
+        }
+    }
+
+    /// The places searched, in order.
+    pub fn searched(&self) -> &[SearchDir] {
+        &self.searched
+    }
+
+    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
+        &self.plugins
+    }
+
+    /// Every strategy, in discovery order.
+    pub fn strategies(&self) -> &[StrategyEntry] {
+        &self.strategies
+    }
+
+    pub fn find(&self, id: &str) -> Option<&StrategyEntry> {
+        self.strategies.iter().find(|s| s.meta.id == id)
+    }
+
+    /// Like `find`, with an error a user can act on: the known ids and where to look for more.
+    pub fn require(&self, id: &str) -> Result<&StrategyEntry> {
+        self.find(id).ok_or_else(|| {
+            let known: Vec<&str> = self.strategies.iter().map(|s| s.meta.id.as_str()).collect();
+            let mut msg = format!(
+                "unknown strategy {id}; known strategies: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+            if !self.refused.is_empty() {
+                msg.push_str(&format!(
+                    "; {} plugin librar{} refused (run `ctxlab plugins` to see why)",
+                    self.refused.len(),
+                    if self.refused.len() == 1 {
+                        "y was"
+                    } else {
+                        "ies were"
+                    }
+                ));
+            }
+            Error::Invalid(msg)
+        })
+    }
+
+    /// Libraries found but not loaded, with the reason.
+    pub fn refused(&self) -> &[Refusal] {
+        &self.refused
     }
 }
