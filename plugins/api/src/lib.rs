@@ -10,6 +10,7 @@
 //! See docs/plugins.md for a complete example.
 
 pub mod abi;
+pub mod pairs;
 #[doc(hidden)]
 pub mod rt;
 pub mod sdk;
