@@ -1,6 +1,29 @@
 //! Token counters and calibration against recorded usage.
+//!
+//! Four counters, chosen by name with [`counter`]; the rules each one applies to text, thinking,
+//! tool calls, tool results and images are in `docs/tokens.md`:
+//! - `heuristic` (default): FIM One's estimate, ASCII chars/4 + other chars/1.5;
+//! - `chars4`: phi-core's estimate, ceil(bytes/4);
+//! - `o200k`, `cl100k`: exact BPE counts (cargo feature `exact`, on by default).
+//!
+//! No counter knows the system prompt and tool schemas a log leaves out; [`calibrate`] fits that
+//! overhead, and a ratio, against the usage the log recorded.
+
+pub mod calibrate;
+mod chars4;
+#[cfg(feature = "exact")]
+mod exact;
+mod heuristic;
+
+use std::sync::Arc;
 
 use crate::model::{Message, Part};
+
+pub use calibrate::{calibrate, calibrate_session, AgentFit, Calibration, CallSample, Fit};
+pub use chars4::Chars4;
+#[cfg(feature = "exact")]
+pub use exact::{Exact, Vocabulary};
+pub use heuristic::Heuristic;
 
 /// Counts tokens of text and messages. Implementations are cheap to call and thread-safe;
 /// callers count each message once and cache the result (a replay never re-tokenizes history).
@@ -13,5 +36,85 @@ pub trait TokenCounter: Send + Sync {
     fn count_parts(&self, parts: &[Part]) -> u64;
     fn count_message(&self, m: &Message) -> u64 {
         self.count_parts(&m.parts)
+    }
+}
+
+/// Names [`counter`] accepts, the default first.
+#[cfg(feature = "exact")]
+pub const COUNTERS: &[&str] = &["heuristic", "chars4", "o200k", "cl100k"];
+/// Names [`counter`] accepts, the default first.
+#[cfg(not(feature = "exact"))]
+pub const COUNTERS: &[&str] = &["heuristic", "chars4"];
+
+/// The counter used when the user names none.
+pub const DEFAULT_COUNTER: &str = "heuristic";
+
+/// The counter with this name (see [`COUNTERS`]).
+pub fn counter(name: &str) -> crate::Result<Arc<dyn TokenCounter>> {
+    match name {
+        "heuristic" => Ok(Arc::new(Heuristic)),
+        "chars4" => Ok(Arc::new(Chars4)),
+        #[cfg(feature = "exact")]
+        "o200k" => Ok(Arc::new(Exact::new(Vocabulary::O200k))),
+        #[cfg(feature = "exact")]
+        "cl100k" => Ok(Arc::new(Exact::new(Vocabulary::Cl100k))),
+        #[cfg(not(feature = "exact"))]
+        "o200k" | "cl100k" => Err(crate::Error::Invalid(format!(
+            "counter `{name}` needs the exact BPE vocabularies: this ctxlab was built without the \
+             `exact` feature; available counters: {}",
+            COUNTERS.join(", ")
+        ))),
+        _ => Err(crate::Error::Invalid(format!(
+            "unknown token counter `{name}`; available counters: {}",
+            COUNTERS.join(", ")
+        ))),
+    }
+}
+
+/// ASCII bytes and non-ASCII characters of a UTF-8 text, in one pass over the bytes.
+/// A character is non-ASCII when its lead byte is >= 0xC0; continuation bytes (0x80..0xC0) are
+/// not characters. Counting bytes instead of decoding chars lets the loop vectorize.
+pub(crate) fn ascii_and_other_chars(text: &str) -> (u64, u64) {
+    let mut ascii = 0u64;
+    let mut lead = 0u64;
+    // Chunks bound the u8-wide accumulators so the compiler can keep them in vector lanes.
+    for chunk in text.as_bytes().chunks(255) {
+        let mut a = 0u8;
+        let mut l = 0u8;
+        for &b in chunk {
+            a += (b < 0x80) as u8;
+            l += ((b as i8) >= -0x40) as u8;
+        }
+        ascii += a as u64;
+        lead += l as u64;
+    }
+    (ascii, lead - ascii)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_and_other_chars_counts_characters_not_bytes() {
+        assert_eq!(ascii_and_other_chars(""), (0, 0));
+        assert_eq!(ascii_and_other_chars("hello"), (5, 0));
+        // é is 2 bytes, 中 3 bytes, 😀 4 bytes: one character each.
+        assert_eq!(ascii_and_other_chars("héllo 中😀"), (5, 3));
+        let long = "ab中".repeat(1000);
+        assert_eq!(ascii_and_other_chars(&long), (2000, 1000));
+    }
+
+    #[test]
+    fn counter_names_resolve_and_unknown_names_list_the_choices() {
+        for name in COUNTERS {
+            assert_eq!(counter(name).unwrap().name(), *name);
+        }
+        let err = counter("gpt2").err().unwrap().to_string();
+        assert!(
+            err.contains("gpt2") && err.contains("heuristic, chars4"),
+            "{err}"
+        );
+        assert_eq!(COUNTERS[0], DEFAULT_COUNTER);
     }
 }

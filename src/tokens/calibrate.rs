@@ -1,0 +1,344 @@
+//! Calibration of a counter against the usage a log recorded.
+//!
+//! A log holds the conversation but not the system prompt and tool schemas sent with every call,
+//! and no counter matches the provider's tokenizer exactly. For each call the replay engine
+//! counts the recorded context (`raw`); the provider reported what it really read (`recorded`,
+//! `Usage::context_tokens`). Fitting `recorded ≈ overhead + ratio · raw` by least squares gives
+//! the missing fixed overhead and the counter's scale error, as LibreChat does. The per-call
+//! absolute percentage error of that prediction is the session's *fidelity*: how far to trust a
+//! what-if replay of it.
+//!
+//! The fit is in-sample (the same calls fit and score it): the figure says how well one overhead
+//! and one ratio explain the session, which is what a replay of the same session relies on.
+
+use serde::{Deserialize, Serialize};
+
+use super::TokenCounter;
+use crate::model::{AgentIdx, Session};
+
+/// An agent needs this many calls with recorded usage for a fit of its own; below that it uses
+/// the session's fit (two points always fit a line exactly and say nothing about the error).
+pub const MIN_AGENT_SAMPLES: usize = 3;
+
+/// One call's raw estimate beside the tokens the provider recorded for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSample {
+    /// Index into `Session::calls`.
+    pub call: usize,
+    pub agent: AgentIdx,
+    /// Counted tokens of the call's recorded context, without any overhead.
+    pub raw: u64,
+    /// `Usage::context_tokens` of the call.
+    pub recorded: u64,
+}
+
+/// `predicted = overhead + ratio · raw`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Tokens every call carries that the log does not show (system prompt, tool schemas); ≥ 0.
+    pub overhead: f64,
+    /// Provider tokens per counted token; > 0.
+    pub ratio: f64,
+}
+
+impl Fit {
+    /// The identity: no overhead, the counter taken at its word.
+    pub const IDENTITY: Fit = Fit {
+        overhead: 0.0,
+        ratio: 1.0,
+    };
+
+    pub fn predict(&self, raw: u64) -> u64 {
+        (self.overhead + self.ratio * raw as f64).round().max(0.0) as u64
+    }
+}
+
+/// The fit an agent's calls are predicted with, and how well it predicts them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentFit {
+    pub agent: AgentIdx,
+    pub fit: Fit,
+    /// False when the agent had fewer than [`MIN_AGENT_SAMPLES`] calls and uses the session fit.
+    pub own_fit: bool,
+    /// Calls of this agent with both a raw estimate and recorded usage.
+    pub samples: usize,
+    /// Mean absolute percentage error of this agent's calls, in percent.
+    pub mean_ape: f64,
+    /// 95th percentile (nearest rank) absolute percentage error, in percent.
+    pub p95_ape: f64,
+}
+
+/// Overhead and ratio per agent, with the error of the calibrated prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The fit over every call of the session; agents with too few calls use it.
+    pub session: Fit,
+    /// One entry per agent that has samples, in agent order.
+    pub agents: Vec<AgentFit>,
+    /// Mean absolute percentage error over every call, each predicted with its agent's fit.
+    pub mean_ape: f64,
+    pub p95_ape: f64,
+    pub samples: usize,
+}
+
+impl Calibration {
+    /// The fit for an agent's calls: its own, the session's when it has none.
+    pub fn fit_for(&self, agent: AgentIdx) -> Fit {
+        self.agent(agent).map_or(self.session, |a| a.fit)
+    }
+
+    pub fn agent(&self, agent: AgentIdx) -> Option<&AgentFit> {
+        self.agents.iter().find(|a| a.agent == agent)
+    }
+
+    /// Calibrated context tokens of a call of `agent` whose recorded context counts `raw`.
+    pub fn predict(&self, agent: AgentIdx, raw: u64) -> u64 {
+        self.fit_for(agent).predict(raw)
+    }
+}
+
+/// Calibrates `counter` on a session: counts each call's recorded context (the replay engine's
+/// reconstruction) and fits it to the recorded usage. `None` when no call has both.
+pub fn calibrate_session(session: &Session, counter: &dyn TokenCounter) -> Option<Calibration> {
+    let raw = crate::replay::recorded_raw_tokens(session, counter);
+    calibrate(&samples(session, &raw))
+}
+
+/// Pairs each call's raw count (`raw[i]` for `session.calls[i]`, as
+/// `replay::recorded_raw_tokens` returns them) with its recorded context tokens; calls lacking
+/// either are left out.
+pub fn samples(session: &Session, raw: &[Option<u64>]) -> Vec<CallSample> {
+    session
+        .calls
+        .iter()
+        .zip(raw)
+        .enumerate()
+        .filter_map(|(call, (c, raw))| {
+            Some(CallSample {
+                call,
+                agent: c.agent,
+                raw: (*raw)?,
+                recorded: c.usage?.context_tokens(),
+            })
+        })
+        .collect()
+}
+
+/// Fits a calibration; `None` when no sample has recorded usage. Samples with `recorded == 0`
+/// are ignored: a zero context means the usage is missing, and its percentage error is undefined.
+pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
+    let samples: Vec<CallSample> = samples.iter().copied().filter(|s| s.recorded > 0).collect();
+    if samples.is_empty() {
+        return None;
+    }
+    let session = least_squares(&samples);
+    let mut agent_ids: Vec<AgentIdx> = samples.iter().map(|s| s.agent).collect();
+    agent_ids.sort_unstable();
+    agent_ids.dedup();
+
+    let mut all_errors = Vec::with_capacity(samples.len());
+    let agents = agent_ids
+        .into_iter()
+        .map(|agent| {
+            let own: Vec<CallSample> = samples
+                .iter()
+                .copied()
+                .filter(|s| s.agent == agent)
+                .collect();
+            let own_fit = own.len() >= MIN_AGENT_SAMPLES;
+            let fit = if own_fit {
+                least_squares(&own)
+            } else {
+                session
+            };
+            let mut errors: Vec<f64> = own.iter().map(|s| ape(fit, s)).collect();
+            all_errors.extend_from_slice(&errors);
+            let (mean_ape, p95_ape) = mean_and_p95(&mut errors);
+            AgentFit {
+                agent,
+                fit,
+                own_fit,
+                samples: own.len(),
+                mean_ape,
+                p95_ape,
+            }
+        })
+        .collect();
+    let (mean_ape, p95_ape) = mean_and_p95(&mut all_errors);
+    Some(Calibration {
+        session,
+        agents,
+        mean_ape,
+        p95_ape,
+        samples: samples.len(),
+    })
+}
+
+fn ape(fit: Fit, s: &CallSample) -> f64 {
+    let predicted = fit.predict(s.raw) as f64;
+    let recorded = s.recorded as f64;
+    (predicted - recorded).abs() / recorded * 100.0
+}
+
+fn mean_and_p95(errors: &mut [f64]) -> (f64, f64) {
+    if errors.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    errors.sort_unstable_by(f64::total_cmp);
+    let rank = (0.95 * errors.len() as f64).ceil() as usize;
+    (mean, errors[rank.max(1) - 1])
+}
+
+/// Least squares under `overhead ≥ 0, ratio > 0`. The unconstrained line wins when it is
+/// feasible; otherwise the best of the boundary candidates: a line through the origin, or ratio 1
+/// with the mean difference as overhead (what is left when the data show no positive slope, e.g.
+/// every call has the same raw count).
+fn least_squares(samples: &[CallSample]) -> Fit {
+    let n = samples.len() as f64;
+    let mean_x = samples.iter().map(|s| s.raw as f64).sum::<f64>() / n;
+    let mean_y = samples.iter().map(|s| s.recorded as f64).sum::<f64>() / n;
+    let (mut sxx, mut sxy, mut xx, mut xy) = (0.0, 0.0, 0.0, 0.0);
+    for s in samples {
+        let (x, y) = (s.raw as f64, s.recorded as f64);
+        sxx += (x - mean_x) * (x - mean_x);
+        sxy += (x - mean_x) * (y - mean_y);
+        xx += x * x;
+        xy += x * y;
+    }
+    let mut candidates = Vec::with_capacity(3);
+    if sxx > 0.0 {
+        let ratio = sxy / sxx;
+        let overhead = mean_y - ratio * mean_x;
+        if ratio > 0.0 && overhead >= 0.0 {
+            return Fit { overhead, ratio };
+        }
+    }
+    // First on purpose: on a tie (constant raw counts) the counter's own scale is kept.
+    candidates.push(Fit {
+        overhead: (mean_y - mean_x).max(0.0),
+        ratio: 1.0,
+    });
+    if xx > 0.0 && xy > 0.0 {
+        candidates.push(Fit {
+            overhead: 0.0,
+            ratio: xy / xx,
+        });
+    }
+    let sse = |f: &Fit| -> f64 {
+        samples
+            .iter()
+            .map(|s| {
+                let e = f.overhead + f.ratio * s.raw as f64 - s.recorded as f64;
+                e * e
+            })
+            .sum()
+    };
+    candidates
+        .into_iter()
+        .min_by(|a, b| sse(a).total_cmp(&sse(b)))
+        .unwrap_or(Fit::IDENTITY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(call: usize, agent: AgentIdx, raw: u64, recorded: u64) -> CallSample {
+        CallSample {
+            call,
+            agent,
+            raw,
+            recorded,
+        }
+    }
+
+    #[test]
+    fn exact_line_is_recovered_with_zero_error() {
+        let s: Vec<_> = (0..10)
+            .map(|i| sample(i, 0, 1000 * i as u64, 5000 + 1200 * i as u64))
+            .collect();
+        let c = calibrate(&s).unwrap();
+        assert!((c.session.overhead - 5000.0).abs() < 1e-6);
+        assert!((c.session.ratio - 1.2).abs() < 1e-9);
+        assert_eq!(c.mean_ape, 0.0);
+        assert_eq!(c.p95_ape, 0.0);
+        assert_eq!(c.samples, 10);
+        assert_eq!(c.predict(0, 10_000), 17_000);
+    }
+
+    #[test]
+    fn negative_intercept_is_clamped_to_a_line_through_the_origin() {
+        // recorded = 2·raw − 100: the unconstrained fit wants overhead −100.
+        let s: Vec<_> = (1..=5)
+            .map(|i| sample(i, 0, 100 * i as u64, 200 * i as u64 - 100))
+            .collect();
+        let c = calibrate(&s).unwrap();
+        assert_eq!(c.session.overhead, 0.0);
+        let xy: f64 = s.iter().map(|s| (s.raw * s.recorded) as f64).sum();
+        let xx: f64 = s.iter().map(|s| (s.raw * s.raw) as f64).sum();
+        assert!((c.session.ratio - xy / xx).abs() < 1e-12);
+    }
+
+    #[test]
+    fn constant_raw_counts_keep_ratio_one() {
+        let s: Vec<_> = (0..4)
+            .map(|i| sample(i, 0, 1000, 3000 + i as u64 * 10))
+            .collect();
+        let c = calibrate(&s).unwrap();
+        // The origin line and ratio 1 both predict the mean; the tie keeps the counter's scale.
+        assert_eq!(
+            c.session,
+            Fit {
+                overhead: 2015.0,
+                ratio: 1.0
+            }
+        );
+        assert_eq!(c.predict(0, 1000), 3015);
+    }
+
+    #[test]
+    fn agents_with_few_calls_use_the_session_fit() {
+        let mut s: Vec<_> = (0..6)
+            .map(|i| sample(i, 0, 1000 * (i as u64 + 1), 2000 + 1000 * (i as u64 + 1)))
+            .collect();
+        s.push(sample(6, 1, 500, 2600));
+        s.push(sample(7, 1, 800, 2700));
+        let c = calibrate(&s).unwrap();
+        let main = c.agent(0).unwrap();
+        let sub = c.agent(1).unwrap();
+        assert!(main.own_fit && !sub.own_fit);
+        assert_eq!(sub.fit, c.session);
+        assert_eq!(c.fit_for(1), c.session);
+        assert_eq!(
+            c.fit_for(7),
+            c.session,
+            "an agent without samples uses the session fit"
+        );
+        assert_eq!((main.samples, sub.samples, c.samples), (6, 2, 8));
+    }
+
+    #[test]
+    fn ape_mean_and_p95_use_nearest_rank() {
+        // Identity data except one call: errors are 0 % on 19 calls and 50 % on one.
+        let mut s: Vec<_> = (1..=19).map(|i| sample(i, 0, 0, 1000)).collect();
+        s.push(sample(20, 0, 0, 2000));
+        let c = calibrate(&s).unwrap();
+        // raw is constant 0: overhead = mean(recorded) = 1050, ratio 1
+        assert_eq!(c.session.overhead, 1050.0);
+        let expected: Vec<f64> = s
+            .iter()
+            .map(|x| (1050.0 - x.recorded as f64).abs() / x.recorded as f64 * 100.0)
+            .collect();
+        let mean = expected.iter().sum::<f64>() / 20.0;
+        assert!((c.mean_ape - mean).abs() < 1e-9);
+        // nearest rank: ceil(0.95·20) = 19th of the sorted errors = 5 % (the 20th is 47.5 %)
+        assert!((c.p95_ape - 5.0).abs() < 1e-9, "{}", c.p95_ape);
+    }
+
+    #[test]
+    fn no_usable_sample_gives_no_calibration() {
+        assert!(calibrate(&[]).is_none());
+        assert!(calibrate(&[sample(0, 0, 100, 0)]).is_none());
+    }
+}
