@@ -5,11 +5,13 @@
 //! - [`model`]: the session model every reader produces;
 //! - [`formats`]: one reader per log format, and sniffing;
 //! - [`tokens`]: token counters and calibration against recorded usage;
+//! - [`inspect`]: per-session and per-agent summary of a log (`ctxlab inspect`);
 //! - [`plugin_host`]: discovery, loading and the safe wrapper around strategy plugins;
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
 
 pub mod error;
 pub mod formats;
+pub mod inspect;
 pub mod model;
 pub mod plugin_host;
 pub mod replay;

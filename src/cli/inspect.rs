@@ -1,8 +1,39 @@
-//! `ctxlab inspect`.
+//! `ctxlab inspect`: load logs, summarize each session (`ctxlab::inspect::summarize`), print.
+
+use std::path::PathBuf;
+
+use ctxlab::inspect::{summarize, SessionReport};
+use ctxlab::tokens::{self, DEFAULT_COUNTER};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Session logs, or folders of them (a Claude Code project folder loads every session).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Token counter for the estimates: heuristic, chars4, o200k, cl100k.
+    #[arg(long, default_value = DEFAULT_COUNTER)]
+    counter: String,
+    /// One JSON document on stdout (schema in docs/cli.md) instead of tables.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: Args) -> ctxlab::Result<()> {
-    Err(ctxlab::Error::Invalid("`ctxlab inspect` is being built".into()))
+pub fn run(args: Args) -> ctxlab::Result<()> {
+    let counter = tokens::counter(&args.counter)?;
+    let mut reports: Vec<SessionReport> = Vec::new();
+    for path in &args.paths {
+        for session in ctxlab::formats::load(path)? {
+            reports.push(summarize(&session, counter.as_ref()));
+        }
+    }
+    if args.json {
+        let doc = serde_json::json!({ "version": 1, "sessions": reports });
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| ctxlab::Error::Invalid(format!("cannot write the report as JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        let text: Vec<String> = reports.iter().map(SessionReport::to_text).collect();
+        print!("{}", text.join("\n"));
+    }
+    Ok(())
 }
