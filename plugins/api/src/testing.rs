@@ -151,6 +151,17 @@ impl TestCall {
 
     /// Runs `decide` on views built from this call, as the host would.
     pub fn decide(&self, strategy: &mut dyn Strategy) -> Result<Decision, String> {
+        self.with_view(|raw| {
+            let call = unsafe { Call::from_raw(raw) };
+            let mut d = Decision::default();
+            strategy.decide(&call, &mut d)?;
+            Ok(d)
+        })
+    }
+
+    /// Builds the C view of this call, as the host would, and hands it to `f` (the view lives
+    /// only for the closure): for tests that call a plugin through its table.
+    pub fn with_view<R>(&self, f: impl FnOnce(&CallView) -> R) -> R {
         let tools: Vec<Vec<ToolView>> = self
             .messages
             .iter()
@@ -212,9 +223,6 @@ impl TestCall {
             messages: views.as_ptr(),
             messages_len: views.len(),
         };
-        let call = unsafe { Call::from_raw(&raw) };
-        let mut d = Decision::default();
-        strategy.decide(&call, &mut d)?;
-        Ok(d)
+        f(&raw)
     }
 }

@@ -1,17 +1,18 @@
 //! Fixture: a small, well-behaved compacting strategy for benches and the conformance test.
 //!
 //! When the context exceeds `trigger` × the context window, it summarizes the oldest half of the
-//! messages after the leading pinned ones, stopping early at a pinned message and only ending the
-//! range where every tool call in it has its result in it (pairs are never split).
+//! messages after the leading pinned ones, stopping early at a pinned message, with both ends of
+//! the range at safe cuts (`ctxlab_plugin_api::pairs::Cuts`: pairs are never split).
 //!
-//! Cost: a call that does not compact is O(1) (one comparison). A compaction scans at most the
-//! messages it replaces, and replaces them by one, so scan work over a run is bounded by the
-//! messages appended: O(1) amortised per message. When no range can be found, it waits until the
+//! Cost: a call that does not compact is O(1) (one comparison). A compaction scans the context
+//! once and replaces about half of it by one message, so scan work over a run is bounded by a
+//! small multiple of the messages appended: O(1) amortised per message. When no range can be found, it waits until the
 //! agent's context has doubled before scanning again, which keeps failed attempts amortised too.
 
+use ctxlab_plugin_api::pairs::Cuts;
 use ctxlab_plugin_api::*;
 use serde_json::json;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
 
 struct Compact {
@@ -21,40 +22,23 @@ struct Compact {
     retry_at: HashMap<String, usize>,
 }
 
-/// The oldest half of the messages after the leading pinned ones, ending where no tool call in
-/// the range waits for a result outside it; `None` when that leaves fewer than 2 messages.
+/// The oldest half of the messages after the leading pinned ones, not reaching past the next
+/// pinned message, with both ends at safe cuts (no tool call separated from its result); `None`
+/// when that leaves fewer than 2 messages.
 fn oldest_half(call: &Call<'_>) -> Option<Range<usize>> {
     let len = call.len();
-    let start = (0..len).find(|&i| !call.msg(i).is_pinned())?;
-    let target = start + (len - start) / 2;
-    let mut open: HashSet<&str> = HashSet::new();
-    let mut end = start;
-    for j in start..len {
-        let m = call.msg(j);
-        if m.is_pinned() {
-            break;
-        }
-        // A result whose call is not in the range cannot be taken without splitting the pair.
-        let orphan = m
-            .tools()
-            .filter(|t| t.is_result() && !t.id().is_empty())
-            .any(|t| !open.remove(t.id()));
-        if orphan {
-            break;
-        }
-        open.extend(
-            m.tools()
-                .filter(|t| !t.is_result() && !t.id().is_empty())
-                .map(|t| t.id()),
-        );
-        if open.is_empty() {
-            end = j + 1;
-            if end >= target {
-                break;
-            }
-        }
+    let first = (0..len).find(|&i| !call.msg(i).is_pinned())?;
+    let cuts = Cuts::of(call);
+    let start = cuts.at_or_after(first);
+    let stop = (start..len)
+        .find(|&i| call.msg(i).is_pinned())
+        .unwrap_or(len);
+    let target = (start + (len - start) / 2).min(stop);
+    let mut end = cuts.at_or_before(target);
+    if end < start + 2 {
+        end = cuts.at_or_after(target);
     }
-    (end - start >= 2).then_some(start..end)
+    (end >= start + 2 && end <= stop).then_some(start..end)
 }
 
 impl Strategy for Compact {
