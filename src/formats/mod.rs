@@ -1,1 +1,141 @@
-//! Log readers: one module per format, chosen by sniffing the content.
+//! Log readers: one module per format, chosen by sniffing the content (never the file name).
+//!
+//! Every reader streams its file line by line (bounded memory), hashes it while reading, and turns
+//! a corrupt line into a `Session::warnings` entry with file:line instead of failing; see
+//! `docs/formats.md` for what each format holds and what ctxlab cannot know from it.
+
+pub mod claude_code;
+mod de;
+mod detect;
+mod lines;
+pub mod native;
+pub mod time;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::model::{Session, Warning};
+use crate::{Error, Result};
+
+pub use detect::detect;
+
+/// Reader ids, in the order detection tries them.
+pub const FORMATS: &[&str] = &[native::ID, claude_code::ID];
+
+/// Reads one session from one file, in whatever format its content shows.
+pub fn load_file(path: &Path) -> Result<Session> {
+    let format = detect(path)?;
+    load_as(path, format)
+}
+
+/// Reads one file with the named reader, skipping detection.
+pub fn load_as(path: &Path, format: &str) -> Result<Session> {
+    match format {
+        native::ID => native::read(path),
+        claude_code::ID => claude_code::read(path),
+        other => Err(Error::Invalid(format!(
+            "unknown format `{other}`; formats: {}",
+            FORMATS.join(", ")
+        ))),
+    }
+}
+
+/// Every session in a file or a folder, and the files of the folder that could not be read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub sessions: Vec<Session>,
+    pub failed: Vec<Error>,
+}
+
+/// Reads a file, or every log in a folder and its subfolders (a Claude Code project folder holds
+/// one session per `.jsonl`; the `<session>/` folders beside them belong to those sessions).
+pub fn load_all(path: &Path) -> Result<Loaded> {
+    let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_dir() {
+        return Ok(Loaded {
+            sessions: vec![load_file(path)?],
+            failed: Vec::new(),
+        });
+    }
+    let mut files = Vec::new();
+    collect_logs(path, &mut files).map_err(|e| Error::io(path, e))?;
+    let mut out = Loaded::default();
+    for f in files {
+        match load_file(&f) {
+            Ok(s) => out.sessions.push(s),
+            Err(e) => out.failed.push(e),
+        }
+    }
+    Ok(out)
+}
+
+/// A file or a folder. Files of a folder that fail to load are reported as warnings on the first
+/// session loaded (naming the file); when none loads, the error lists every failure.
+pub fn load(path: &Path) -> Result<Vec<Session>> {
+    let Loaded {
+        mut sessions,
+        failed,
+    } = load_all(path)?;
+    if sessions.is_empty() {
+        return Err(match failed.len() {
+            0 => Error::UnknownFormat {
+                path: path.to_path_buf(),
+                reason: "the folder holds no .jsonl or .json file".into(),
+                tried: FORMATS.join(", "),
+            },
+            1 => failed.into_iter().next().expect("one failure"),
+            _ => Error::Invalid(format!(
+                "{}: no session could be read:\n{}",
+                path.display(),
+                failed
+                    .iter()
+                    .map(|e| format!("  {e}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )),
+        });
+    }
+    for e in failed {
+        let (file, line) = match &e {
+            Error::Io { path, .. } | Error::UnknownFormat { path, .. } => {
+                (path.display().to_string(), 0)
+            }
+            Error::Parse { path, line, .. } => (path.display().to_string(), *line),
+            _ => (String::new(), 0),
+        };
+        sessions[0].warnings.push(Warning {
+            file,
+            line,
+            message: format!("not loaded: {e}"),
+        });
+    }
+    Ok(sessions)
+}
+
+/// Candidate logs under `dir`, sorted, skipping hidden entries and the per-session folders that
+/// sit beside a `<name>.jsonl` (Claude Code's subagents and tool-result spill files).
+fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            if !p.with_extension("jsonl").is_file() {
+                collect_logs(&p, out)?;
+            }
+        } else if p
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| matches!(x, "jsonl" | "json" | "ndjson"))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,783 @@
+//! Claude Code transcripts: `~/.claude/projects/<project>/<session>.jsonl` plus the subagents in
+//! `<session>/subagents/agent-<id>.jsonl`.
+//!
+//! One entry per content block, all blocks of one API response sharing `message.id` and repeating
+//! its usage: blocks are merged into one assistant message and one call per `message.id` (keeping
+//! the usage with the largest `output_tokens`, since 2.1.3x writes streaming snapshots).
+//! `compact_boundary` + the `isCompactSummary` user entry become a recorded compaction.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
+use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::time::parse_ms;
+use crate::model::*;
+use crate::{Error, Result};
+
+pub const ID: &str = "claude-code";
+
+/// Claude Code writes this model name on messages it made up itself (API errors, "no response").
+const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+#[derive(Deserialize)]
+struct Entry<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(rename = "sessionId", borrow, default)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain", default)]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "agentId", borrow, default)]
+    agent_id: Option<Cow<'a, str>>,
+    #[serde(rename = "isCompactSummary", default)]
+    is_compact_summary: Option<bool>,
+    #[serde(borrow, default)]
+    message: Option<ApiMessage<'a>>,
+    #[serde(rename = "compactMetadata", borrow, default)]
+    compact: Option<CompactMeta<'a>>,
+    #[serde(borrow, default)]
+    data: Option<ProgressData<'a>>,
+    #[serde(rename = "parentToolUseID", borrow, default)]
+    parent_tool_use_id: Option<Cow<'a, str>>,
+    #[serde(rename = "toolUseResult", default)]
+    tool_use_result: Option<AgentRef>,
+    #[serde(rename = "aiTitle", default)]
+    ai_title: LenientStr,
+    #[serde(rename = "customTitle", default)]
+    custom_title: LenientStr,
+    #[serde(default)]
+    summary: LenientStr,
+}
+
+#[derive(Deserialize)]
+struct ApiMessage<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: StrOrBlocks<Block<'a>>,
+    #[serde(default)]
+    usage: Option<ApiUsage>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ApiUsage {
+    #[serde(default)]
+    input_tokens: Count,
+    #[serde(default)]
+    output_tokens: Count,
+    #[serde(default)]
+    cache_read_input_tokens: Count,
+    #[serde(default)]
+    cache_creation_input_tokens: Count,
+    #[serde(default)]
+    cache_creation: Option<CacheCreation>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CacheCreation {
+    #[serde(default)]
+    ephemeral_5m_input_tokens: Count,
+    #[serde(default)]
+    ephemeral_1h_input_tokens: Count,
+}
+
+impl ApiUsage {
+    pub(crate) fn to_usage(&self) -> Usage {
+        let total = self.cache_creation_input_tokens.get();
+        let (w5, w1) = match &self.cache_creation {
+            Some(c) => {
+                let (a, b) = (
+                    c.ephemeral_5m_input_tokens.get(),
+                    c.ephemeral_1h_input_tokens.get(),
+                );
+                if a + b == total || total == 0 {
+                    (a, b)
+                } else {
+                    (total, 0)
+                }
+            }
+            None => (total, 0),
+        };
+        Usage {
+            input: self.input_tokens.get(),
+            output: self.output_tokens.get(),
+            cache_read: self.cache_read_input_tokens.get(),
+            cache_write_5m: w5,
+            cache_write_1h: w1,
+        }
+    }
+}
+
+/// One Anthropic content block; a flat struct so unknown kinds and fields cost nothing.
+#[derive(Deserialize)]
+pub(crate) struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    text: LenientStr,
+    #[serde(default)]
+    thinking: LenientStr,
+    #[serde(default)]
+    id: LenientStr,
+    #[serde(default)]
+    name: LenientStr,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(default)]
+    tool_use_id: LenientStr,
+    #[serde(borrow, default)]
+    content: StrOrBlocks<Block<'a>>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(borrow, default)]
+    source: Option<ImageSource<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ImageSource<'a> {
+    #[serde(default)]
+    media_type: LenientStr,
+    #[serde(borrow, default)]
+    data: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct CompactMeta<'a> {
+    #[serde(borrow, default)]
+    trigger: Option<Cow<'a, str>>,
+    #[serde(rename = "preTokens", default)]
+    pre_tokens: Count,
+    #[serde(rename = "preservedSegment", borrow, default)]
+    preserved: Option<PreservedSegment<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PreservedSegment<'a> {
+    #[serde(rename = "headUuid", borrow, default)]
+    head_uuid: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ProgressData<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(rename = "agentId", borrow, default)]
+    agent_id: Option<Cow<'a, str>>,
+}
+
+/// `toolUseResult.agentId` of a Task/Agent result; the field is a string or an object, or absent.
+#[derive(Default)]
+struct AgentRef(Option<String>);
+
+impl<'de> Deserialize<'de> for AgentRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Obj {
+            #[serde(rename = "agentId", default)]
+            agent_id: LenientStr,
+        }
+        // Anything that is not an object (strings, arrays) carries no agent id.
+        let v = LenientAny::deserialize(d)?;
+        Ok(AgentRef(v.0.and_then(|o: Obj| o.agent_id.0)))
+    }
+}
+
+/// Deserialize `T` from a map, or nothing from any other value.
+struct LenientAny<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LenientAny<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        use std::fmt;
+        use std::marker::PhantomData;
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = LenientAny<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                a: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                Ok(LenientAny(Some(T::deserialize(
+                    de::value::MapAccessDeserializer::new(a),
+                )?)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(LenientAny(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+                Ok(LenientAny(None))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// Converts Anthropic content blocks into parts (shared with other Anthropic-shaped logs).
+pub(crate) fn push_blocks(content: StrOrBlocks<Block<'_>>, parts: &mut Vec<Part>) {
+    match content {
+        StrOrBlocks::Str(text) => {
+            if !text.is_empty() {
+                parts.push(Part::Text { text });
+            }
+        }
+        StrOrBlocks::None => {}
+        StrOrBlocks::Blocks(blocks) => {
+            for b in blocks {
+                push_block(b, parts);
+            }
+        }
+    }
+}
+
+fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
+    let kind = b.kind.as_deref().unwrap_or("");
+    match kind {
+        "text" => {
+            if let Some(text) = b.text.0 {
+                parts.push(Part::Text { text });
+            }
+        }
+        "thinking" => {
+            if let Some(text) = b.thinking.0 {
+                parts.push(Part::Thinking { text });
+            }
+        }
+        "tool_use" | "server_tool_use" | "mcp_tool_use" => parts.push(Part::ToolCall {
+            id: b.id.0.unwrap_or_default(),
+            name: b.name.0.unwrap_or_default(),
+            args: b
+                .input
+                .map_or_else(|| "{}".to_string(), |r| r.get().to_string()),
+        }),
+        "image" | "document" => parts.push(image_part(b.source)),
+        k if k == "tool_result" || k.ends_with("_tool_result") => {
+            let mut text = String::new();
+            let mut images = Vec::new();
+            match b.content {
+                StrOrBlocks::Str(s) => text = s,
+                StrOrBlocks::None => {}
+                StrOrBlocks::Blocks(inner) => {
+                    for ib in inner {
+                        match ib.kind.as_deref() {
+                            Some("text") => {
+                                if let Some(t) = ib.text.0 {
+                                    if !text.is_empty() {
+                                        text.push('\n');
+                                    }
+                                    text.push_str(&t);
+                                }
+                            }
+                            Some("image" | "document") => images.push(image_part(ib.source)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            parts.push(Part::ToolResult {
+                call_id: b.tool_use_id.0.unwrap_or_default(),
+                content: text,
+                is_error: b.is_error.unwrap_or(false),
+            });
+            parts.extend(images);
+        }
+        _ => {}
+    }
+}
+
+fn image_part(src: Option<ImageSource<'_>>) -> Part {
+    let (media_type, bytes) = match src {
+        Some(s) => (
+            s.media_type.0.unwrap_or_default(),
+            s.data.as_deref().map_or(0, base64_len),
+        ),
+        None => (String::new(), 0),
+    };
+    Part::Image { media_type, bytes }
+}
+
+/// A user message made only of tool results (and the images they returned) answers tool calls.
+pub(crate) fn user_role(parts: &[Part]) -> Role {
+    let has_result = parts.iter().any(|p| matches!(p, Part::ToolResult { .. }));
+    let only_results = parts
+        .iter()
+        .all(|p| matches!(p, Part::ToolResult { .. } | Part::Image { .. }));
+    if has_result && only_results {
+        Role::Tool
+    } else {
+        Role::User
+    }
+}
+
+#[derive(Default)]
+struct AgentState {
+    /// `message.id` → (reply message, call, largest output_tokens seen).
+    by_id: HashMap<String, (MsgIdx, Option<usize>, u64)>,
+    /// The compaction waiting for its summary message.
+    pending_compaction: Option<usize>,
+}
+
+/// A subagent the main file mentions: its id, the tool call that spawned it, where it was seen.
+struct Link {
+    agent_id: String,
+    tool_use_id: String,
+    pos: SourcePos,
+}
+
+struct FileSink<'s> {
+    s: &'s mut Session,
+    /// The agent this file belongs to.
+    agent: AgentIdx,
+    /// Only the main file may hold sidechain entries of older versions.
+    main: bool,
+    agents: HashMap<AgentIdx, AgentState>,
+    uuid_msg: HashMap<String, MsgIdx>,
+    links: Vec<Link>,
+    session_id: Option<String>,
+    title: Option<String>,
+    custom_title: Option<String>,
+}
+
+impl FileSink<'_> {
+    fn agent_for(&mut self, e: &Entry<'_>) -> AgentIdx {
+        if !(self.main && e.is_sidechain == Some(true)) {
+            return self.agent;
+        }
+        let id = e.agent_id.as_deref().unwrap_or("sidechain");
+        let idx = self.s.agent_index(id);
+        if idx != self.agent && self.s.agents[idx].parent.is_none() {
+            self.s.agents[idx].parent = Some(self.agent);
+        }
+        idx
+    }
+
+    fn assistant(&mut self, e: Entry<'_>, pos: SourcePos) {
+        let agent = self.agent_for(&e);
+        let ts = e.timestamp.as_deref().and_then(parse_ms);
+        let Some(m) = e.message else {
+            self.s
+                .warn(pos, "assistant entry without `message`; skipped");
+            return;
+        };
+        let mut parts = Vec::new();
+        push_blocks(m.content, &mut parts);
+        let usage = m.usage.as_ref().map(ApiUsage::to_usage);
+        let model = m.model.map(Cow::into_owned);
+        let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
+        let state = self.agents.entry(agent).or_default();
+        if let Some(id) = m.id.as_deref() {
+            if let Some(&(mi, ci, best)) = state.by_id.get(id) {
+                self.s.messages[mi].parts.extend(parts);
+                if let (Some(ci), Some(u)) = (ci, usage) {
+                    let call = &mut self.s.calls[ci];
+                    if call.usage.is_none() || u.output >= best {
+                        call.usage = Some(u);
+                        state.by_id.insert(id.to_string(), (mi, Some(ci), u.output));
+                    }
+                }
+                if let Some(uuid) = e.uuid {
+                    self.uuid_msg.insert(uuid.into_owned(), mi);
+                }
+                return;
+            }
+        }
+        let mi = self.s.messages.len();
+        self.s.messages.push(Message {
+            agent,
+            role: Role::Assistant,
+            parts,
+            timestamp: ts,
+            flags: MessageFlags::default(),
+            source: pos,
+        });
+        let ci = (!synthetic).then(|| {
+            self.s.calls.push(Call {
+                agent,
+                context_end: mi,
+                reply: Some(mi),
+                usage,
+                model: model.clone(),
+                timestamp: ts,
+                request_id: m.id.as_deref().map(str::to_string),
+                source: pos,
+            });
+            self.s.calls.len() - 1
+        });
+        if !synthetic && self.s.agents[agent].model.is_none() {
+            self.s.agents[agent].model = model;
+        }
+        if let Some(id) = m.id {
+            let out = usage.map_or(0, |u| u.output);
+            state.by_id.insert(id.into_owned(), (mi, ci, out));
+        }
+        if let Some(uuid) = e.uuid {
+            self.uuid_msg.insert(uuid.into_owned(), mi);
+        }
+    }
+
+    fn user(&mut self, e: Entry<'_>, pos: SourcePos) {
+        let agent = self.agent_for(&e);
+        let ts = e.timestamp.as_deref().and_then(parse_ms);
+        if let (Some(r), Some(m)) = (&e.tool_use_result, &e.message) {
+            if let (Some(agent_id), StrOrBlocks::Blocks(blocks)) = (&r.0, &m.content) {
+                if let Some(call_id) = blocks.iter().find_map(|b| b.tool_use_id.0.clone()) {
+                    self.links.push(Link {
+                        agent_id: agent_id.clone(),
+                        tool_use_id: call_id,
+                        pos,
+                    });
+                }
+            }
+        }
+        let Some(m) = e.message else {
+            self.s.warn(pos, "user entry without `message`; skipped");
+            return;
+        };
+        let mut parts = Vec::new();
+        push_blocks(m.content, &mut parts);
+        let is_summary = e.is_compact_summary == Some(true);
+        let mi = self.s.messages.len();
+        self.s.messages.push(Message {
+            agent,
+            role: user_role(&parts),
+            parts,
+            timestamp: ts,
+            flags: MessageFlags {
+                is_summary,
+                ..MessageFlags::default()
+            },
+            source: pos,
+        });
+        if let Some(uuid) = e.uuid {
+            self.uuid_msg.insert(uuid.into_owned(), mi);
+        }
+        if is_summary {
+            let state = self.agents.entry(agent).or_default();
+            match state.pending_compaction.take() {
+                Some(ci) => self.s.compactions[ci].summary = Some(mi),
+                // A summary without a boundary (hand-edited or older logs): still a compaction.
+                None => self.s.compactions.push(RecordedCompaction {
+                    agent,
+                    at_message: mi,
+                    trigger: "unknown".into(),
+                    pre_tokens: None,
+                    summary: Some(mi),
+                    kept_from: None,
+                    timestamp: ts,
+                    inferred: false,
+                    source: pos,
+                }),
+            }
+        }
+    }
+
+    fn system(&mut self, e: Entry<'_>, pos: SourcePos) {
+        if e.subtype.as_deref() != Some("compact_boundary") {
+            return;
+        }
+        let agent = self.agent_for(&e);
+        let meta = e.compact;
+        let kept_from = meta
+            .as_ref()
+            .and_then(|m| m.preserved.as_ref())
+            .and_then(|p| p.head_uuid.as_deref())
+            .and_then(|u| self.uuid_msg.get(u).copied());
+        self.s.compactions.push(RecordedCompaction {
+            agent,
+            at_message: self.s.messages.len(),
+            trigger: meta
+                .as_ref()
+                .and_then(|m| m.trigger.as_deref())
+                .unwrap_or("unknown")
+                .to_string(),
+            pre_tokens: meta.as_ref().and_then(|m| m.pre_tokens.0),
+            summary: None,
+            kept_from,
+            timestamp: e.timestamp.as_deref().and_then(parse_ms),
+            inferred: false,
+            source: pos,
+        });
+        self.agents.entry(agent).or_default().pending_compaction =
+            Some(self.s.compactions.len() - 1);
+    }
+}
+
+impl JsonSink for FileSink<'_> {
+    fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
+        let e: Entry<'_> = serde_json::from_slice(json)?;
+        if self.main {
+            if let Some(id) = &e.session_id {
+                if self.session_id.as_deref() != Some(id) {
+                    self.session_id = Some(id.to_string());
+                }
+            }
+        }
+        let kind = e.kind.as_deref().unwrap_or("");
+        match kind {
+            "assistant" => self.assistant(e, pos),
+            "user" => self.user(e, pos),
+            "system" => self.system(e, pos),
+            "progress" => {
+                if let (Some(d), Some(tool)) = (&e.data, &e.parent_tool_use_id) {
+                    if d.kind.as_deref() == Some("agent_progress") {
+                        if let Some(a) = &d.agent_id {
+                            self.links.push(Link {
+                                agent_id: a.to_string(),
+                                tool_use_id: tool.to_string(),
+                                pos,
+                            });
+                        }
+                    }
+                }
+            }
+            "ai-title" => {
+                if let Some(t) = e.ai_title.0 {
+                    self.title = Some(t);
+                }
+            }
+            "custom-title" => {
+                if let Some(t) = e.custom_title.0 {
+                    self.custom_title = Some(t);
+                }
+            }
+            "summary" => {
+                if self.title.is_none() {
+                    self.title = e.summary.0;
+                }
+            }
+            // file-history-snapshot, attachment, queue-operation, permission-mode, last-prompt, …:
+            // bookkeeping of the UI, not part of any context.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn warn(&mut self, pos: SourcePos, message: String) {
+        self.s.warn(pos, message);
+    }
+}
+
+/// Reads one Claude Code session: the main file and every subagent file beside it.
+pub fn read(path: &Path) -> Result<Session> {
+    let mut s = Session::default();
+    s.source.format = ID.to_string();
+    let main = s.agent_index("main");
+    let mut hasher = blake3::Hasher::new();
+    let out = read_file(&mut s, &mut hasher, path, main, true)?;
+
+    let dir = subagent_dir(path);
+    let mut files: Vec<PathBuf> = match fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "jsonl")
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("agent-"))
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    let mut links: HashMap<String, (String, SourcePos)> = HashMap::new();
+    for l in out.links {
+        links.entry(l.agent_id).or_insert((l.tool_use_id, l.pos));
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let stem = f.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+        let id = stem.trim_start_matches("agent-");
+        // The summarizer's own call when the session was compacted: not an agent of the session.
+        if id.starts_with("acompact") {
+            continue;
+        }
+        let idx = s.agent_index(id);
+        let spawned_by = links.get(id).map(|(t, _)| t.clone());
+        let name = spawned_by
+            .as_deref()
+            .and_then(|t| task_name(&s, main, t))
+            .unwrap_or_else(|| id.to_string());
+        let a = &mut s.agents[idx];
+        a.parent = Some(main);
+        a.spawned_by = spawned_by;
+        a.name = name;
+        read_file(&mut s, &mut hasher, f, idx, false)?;
+        found.push(id.to_string());
+    }
+    let mut missing: Vec<_> = links
+        .iter()
+        .filter(|(id, _)| !found.contains(id))
+        .map(|(id, (tool, pos))| (*pos, id.clone(), tool.clone()))
+        .collect();
+    missing.sort_by_key(|(pos, _, _)| (pos.file, pos.line));
+    for (pos, id, tool) in missing {
+        s.warn(
+            pos,
+            format!(
+                "subagent {id} (spawned by tool call {tool}) has no file {}: its calls are not in this session",
+                dir.join(format!("agent-{id}.jsonl")).display()
+            ),
+        );
+    }
+    s.id = out.session_id.unwrap_or_else(|| file_stem(path));
+    s.title = out.custom_title.or(out.title);
+    s.source.hash = hasher.finalize().to_hex().to_string();
+    if s.agents.len() > 1 {
+        sort_calls_by_time(&mut s);
+    }
+    Ok(s)
+}
+
+fn subagent_dir(path: &Path) -> PathBuf {
+    path.with_extension("").join("subagents")
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `subagent_type: description` from the Task/Agent call that spawned a subagent.
+fn task_name(s: &Session, main: AgentIdx, tool_use_id: &str) -> Option<String> {
+    let args = s
+        .messages
+        .iter()
+        .filter(|m| m.agent == main && m.role == Role::Assistant)
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match p {
+            Part::ToolCall { id, args, .. } if id == tool_use_id => Some(args),
+            _ => None,
+        })?;
+    #[derive(Deserialize)]
+    struct TaskArgs {
+        #[serde(default)]
+        subagent_type: LenientStr,
+        #[serde(default)]
+        description: LenientStr,
+    }
+    let a: TaskArgs = serde_json::from_str(args).ok()?;
+    match (a.subagent_type.0, a.description.0) {
+        (Some(t), Some(d)) => Some(format!("{t}: {d}")),
+        (Some(x), None) | (None, Some(x)) => Some(x),
+        (None, None) => None,
+    }
+}
+
+struct FileOut {
+    links: Vec<Link>,
+    session_id: Option<String>,
+    title: Option<String>,
+    custom_title: Option<String>,
+}
+
+fn read_file(
+    s: &mut Session,
+    hasher: &mut blake3::Hasher,
+    path: &Path,
+    agent: AgentIdx,
+    main: bool,
+) -> Result<FileOut> {
+    let f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = s.source.files.len() as u32;
+    s.source.files.push(path.display().to_string());
+    let mut lines = LineReader::new(std::io::BufReader::with_capacity(256 * 1024, f), hasher);
+    let mut sink = FileSink {
+        s,
+        agent,
+        main,
+        agents: HashMap::new(),
+        uuid_msg: HashMap::new(),
+        links: Vec::new(),
+        session_id: None,
+        title: None,
+        custom_title: None,
+    };
+    read_jsonl(
+        &mut lines,
+        file,
+        "a Claude Code entry (JSON object)",
+        &mut sink,
+    )
+    .map_err(|e| Error::io(path, e))?;
+    let out = FileOut {
+        links: sink.links,
+        session_id: sink.session_id,
+        title: sink.title,
+        custom_title: sink.custom_title,
+    };
+    s.source.bytes += lines.bytes();
+    Ok(out)
+}
+
+/// Calls of all agents in time order; one agent's calls keep their log order even if its clock
+/// steps back, so `context_end` never decreases within an agent.
+pub(crate) fn sort_calls_by_time(s: &mut Session) {
+    let mut last: HashMap<AgentIdx, i64> = HashMap::new();
+    let mut keyed: Vec<(i64, usize, Call)> = s
+        .calls
+        .drain(..)
+        .enumerate()
+        .map(|(i, c)| {
+            let prev = last.get(&c.agent).copied().unwrap_or(i64::MIN);
+            let k = c.timestamp.map_or(prev, |t| t.max(prev));
+            last.insert(c.agent, k);
+            (k, i, c)
+        })
+        .collect();
+    keyed.sort_by_key(|(k, i, _)| (*k, *i));
+    s.calls = keyed.into_iter().map(|(_, _, c)| c).collect();
+}
+
+/// Does this first JSON object look like a Claude Code entry?
+pub(crate) fn sniff(o: &serde_json::Map<String, serde_json::Value>) -> bool {
+    const KINDS: &[&str] = &[
+        "file-history-snapshot",
+        "queue-operation",
+        "ai-title",
+        "custom-title",
+        "last-prompt",
+        "permission-mode",
+        "attachment",
+    ];
+    let kind = o.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    o.contains_key("sessionId")
+        || o.contains_key("parentUuid")
+        || KINDS.contains(&kind)
+        || (kind == "summary" && o.contains_key("leafUuid"))
+}

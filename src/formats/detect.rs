@@ -1,0 +1,101 @@
+//! Which reader a file needs, from its first entries (never from its name).
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::lines::{LineReader, Next};
+use super::*;
+
+/// How many non-empty lines to look at before giving up.
+const SNIFF_LINES: usize = 16;
+
+/// The reader id for this file.
+pub fn detect(path: &Path) -> Result<&'static str> {
+    let unknown = |reason: String| Error::UnknownFormat {
+        path: path.to_path_buf(),
+        reason,
+        tried: FORMATS.join(", "),
+    };
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut head = Vec::with_capacity(4096);
+    f.take(4096)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    let Some(first) = head.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return Err(unknown(if head.is_empty() {
+            "the file is empty".into()
+        } else {
+            "the file holds only whitespace".into()
+        }));
+    };
+    if head[first..].starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Err(unknown(
+            "the file starts with a UTF-8 byte-order mark, which JSON logs never carry".into(),
+        ));
+    }
+    if !matches!(head[first], b'{' | b'[') {
+        let binary = head.iter().any(|&b| b == 0);
+        return Err(unknown(if binary {
+            "binary data, not JSON".into()
+        } else {
+            format!(
+                "the first character is {:?}, not the `{{` or `[` that starts a JSON log",
+                char::from(head[first])
+            )
+        }));
+    }
+
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = LineReader::new(BufReader::new(f), &mut hasher);
+    let mut seen = 0;
+    let mut parsed_any = false;
+    let mut last_err = String::new();
+    while seen < SNIFF_LINES {
+        match lines.next_line().map_err(|e| Error::io(path, e))? {
+            Next::Eof => break,
+            Next::TooLong(_) => seen += 1,
+            Next::Line => {
+                let line = lines.line();
+                if line.iter().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                seen += 1;
+                // A line with two objects run together still tells its format by the first one.
+                let mut stream = serde_json::Deserializer::from_slice(line).into_iter::<Value>();
+                match stream.next() {
+                    Some(Ok(Value::Object(o))) => {
+                        parsed_any = true;
+                        if let Some(id) = classify(&o) {
+                            return Ok(id);
+                        }
+                    }
+                    Some(Ok(_)) => parsed_any = true,
+                    Some(Err(e)) => last_err = format!("line {}: {e}", lines.line_no()),
+                    None => {}
+                }
+            }
+        }
+    }
+    if !parsed_any {
+        // Not JSON lines: perhaps one pretty-printed JSON object (`{"messages": [...]}`).
+        return Err(unknown(format!("not JSON lines ({last_err})")));
+    }
+    Err(unknown(format!(
+        "no entry in the first {SNIFF_LINES} lines matches a known log"
+    )))
+}
+
+/// The format one parsed entry belongs to, when it is decisive.
+fn classify(o: &Map<String, Value>) -> Option<&'static str> {
+    if native::sniff(o) {
+        return Some(native::ID);
+    }
+    if claude_code::sniff(o) {
+        return Some(claude_code::ID);
+    }
+    None
+}

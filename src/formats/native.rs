@@ -1,0 +1,288 @@
+//! ctxlab's own JSONL format: the session model written out record by record, so that any tool can
+//! produce a session ctxlab reads without loss. Specified in docs/formats.md ("ctxlab native").
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::lines::{read_jsonl, JsonSink, LineReader};
+use crate::model::*;
+use crate::{Error, Result};
+
+pub const ID: &str = "native";
+/// The format version this build writes and the newest it reads.
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    /// Always `"session"`: marks the file as ctxlab native.
+    ctxlab: String,
+    version: u32,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    usage_only: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum RecordRef<'a> {
+    Agent(&'a Agent),
+    Message(&'a Message),
+    Call(&'a Call),
+    Compaction(&'a RecordedCompaction),
+    Threshold(&'a RecordedThreshold),
+    Warning(&'a Warning),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Record {
+    Agent(Agent),
+    Message(Message),
+    Call(Call),
+    Compaction(RecordedCompaction),
+    Threshold(RecordedThreshold),
+    Warning(Warning),
+}
+
+/// Writes `s` as ctxlab native JSONL: the header line, then agents, messages, calls,
+/// compactions, thresholds and warnings, one record a line.
+pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(w);
+    let header = Header {
+        ctxlab: "session".into(),
+        version: VERSION,
+        id: s.id.clone(),
+        title: s.title.clone(),
+        usage_only: s.usage_only,
+    };
+    let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
+        r.write_json(w)?;
+        w.write_all(b"\n")
+    };
+    line(&mut w, &header)?;
+    for a in &s.agents {
+        line(&mut w, &RecordRef::Agent(a))?;
+    }
+    for m in &s.messages {
+        line(&mut w, &RecordRef::Message(m))?;
+    }
+    for c in &s.calls {
+        line(&mut w, &RecordRef::Call(c))?;
+    }
+    for c in &s.compactions {
+        line(&mut w, &RecordRef::Compaction(c))?;
+    }
+    for t in &s.thresholds {
+        line(&mut w, &RecordRef::Threshold(t))?;
+    }
+    for x in &s.warnings {
+        line(&mut w, &RecordRef::Warning(x))?;
+    }
+    w.flush()
+}
+
+/// Object-safe "serialize as one JSON line" for the writer's records.
+mod erased {
+    pub trait Ser {
+        fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+            serde_json::to_writer(w, self).map_err(std::io::Error::from)
+        }
+    }
+}
+
+pub(crate) fn sniff(o: &serde_json::Map<String, serde_json::Value>) -> bool {
+    o.get("ctxlab").and_then(|v| v.as_str()) == Some("session")
+}
+
+struct Sink {
+    s: Session,
+    header_seen: bool,
+    /// Set when the header says a newer version: reading stops with this error.
+    fatal: Option<(u32, String)>,
+    agent_lines: Vec<u32>,
+}
+
+impl JsonSink for Sink {
+    fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
+        if self.fatal.is_some() {
+            return Ok(());
+        }
+        if !self.header_seen {
+            let h: Header = serde_json::from_slice(json)?;
+            if h.ctxlab != "session" {
+                self.fatal = Some((
+                    pos.line,
+                    "expected the ctxlab header {\"ctxlab\":\"session\",...}".into(),
+                ));
+                return Ok(());
+            }
+            if h.version > VERSION || h.version == 0 {
+                self.fatal = Some((
+                    pos.line,
+                    format!(
+                        "ctxlab native version {} (this ctxlab reads versions 1 to {VERSION})",
+                        h.version
+                    ),
+                ));
+                return Ok(());
+            }
+            self.header_seen = true;
+            self.s.id = h.id;
+            self.s.title = h.title;
+            self.s.usage_only = h.usage_only;
+            return Ok(());
+        }
+        match serde_json::from_slice::<Record>(json)? {
+            Record::Agent(a) => {
+                self.s.agents.push(a);
+                self.agent_lines.push(pos.line);
+            }
+            Record::Message(mut m) => {
+                m.source = pos;
+                self.s.messages.push(m);
+            }
+            Record::Call(mut c) => {
+                c.source = pos;
+                self.s.calls.push(c);
+            }
+            Record::Compaction(mut c) => {
+                c.source = pos;
+                self.s.compactions.push(c);
+            }
+            Record::Threshold(t) => self.s.thresholds.push(t),
+            Record::Warning(w) => self.s.warnings.push(w),
+        }
+        Ok(())
+    }
+
+    fn warn(&mut self, pos: SourcePos, message: String) {
+        if !self.header_seen && self.fatal.is_none() {
+            self.fatal = Some((pos.line, format!("expected the ctxlab header: {message}")));
+            return;
+        }
+        self.s.warn(pos, message);
+    }
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = LineReader::new(
+        std::io::BufReader::with_capacity(256 * 1024, f),
+        &mut hasher,
+    );
+    let mut sink = Sink {
+        s: Session::default(),
+        header_seen: false,
+        fatal: None,
+        agent_lines: Vec::new(),
+    };
+    sink.s.source.format = ID.into();
+    sink.s.source.files.push(path.display().to_string());
+    read_jsonl(&mut lines, 0, "a ctxlab native record", &mut sink)
+        .map_err(|e| Error::io(path, e))?;
+    let bytes = lines.bytes();
+    drop(lines);
+    if let Some((line, message)) = sink.fatal {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            line,
+            message,
+        });
+    }
+    if !sink.header_seen {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            line: 1,
+            message: "expected the ctxlab header {\"ctxlab\":\"session\",\"version\":1,...}; the file is empty".into(),
+        });
+    }
+    let mut s = sink.s;
+    s.source.bytes = bytes;
+    s.source.hash = hasher.finalize().to_hex().to_string();
+    validate(&mut s, &sink.agent_lines);
+    Ok(s)
+}
+
+/// Indices come from another tool: every one is checked so the rest of ctxlab can trust them.
+fn validate(s: &mut Session, agent_lines: &[u32]) {
+    let file = 0;
+    let mut warns = Vec::new();
+    let n_agents = s.agents.len();
+    for (i, a) in s.agents.iter_mut().enumerate() {
+        if a.parent.is_some_and(|p| p >= n_agents || p == i) {
+            warns.push((
+                agent_lines.get(i).copied().unwrap_or(0),
+                format!(
+                    "agent {i}: parent {:?} is not another agent; cleared",
+                    a.parent
+                ),
+            ));
+            a.parent = None;
+        }
+    }
+    if s.agents.is_empty() && (!s.messages.is_empty() || !s.calls.is_empty()) {
+        s.agents.push(Agent {
+            id: "main".into(),
+            name: "main".into(),
+            ..Agent::default()
+        });
+        warns.push((0, "no agent records; one agent `main` assumed".into()));
+    }
+    let n_agents = s.agents.len();
+    let n_msgs = s.messages.len();
+    for m in &mut s.messages {
+        if m.agent >= n_agents {
+            warns.push((
+                m.source.line,
+                format!("message agent {} does not exist; given to agent 0", m.agent),
+            ));
+            m.agent = 0;
+        }
+    }
+    s.calls.retain(|c| {
+        let ok = c.agent < n_agents && c.context_end <= n_msgs;
+        if !ok {
+            warns.push((c.source.line, format!("call agent {} / context_end {} out of range ({n_agents} agents, {n_msgs} messages); dropped", c.agent, c.context_end)));
+        }
+        ok
+    });
+    for c in &mut s.calls {
+        if c.reply.is_some_and(|r| r >= n_msgs) {
+            warns.push((
+                c.source.line,
+                format!("call reply {:?} is not a message; cleared", c.reply),
+            ));
+            c.reply = None;
+        }
+    }
+    s.compactions.retain(|c| {
+        let ok = c.agent < n_agents
+            && c.at_message <= n_msgs
+            && c.summary.is_none_or(|m| m < n_msgs)
+            && c.kept_from.is_none_or(|k| k <= c.at_message);
+        if !ok {
+            warns.push((
+                c.source.line,
+                "compaction refers to an agent or message that does not exist; dropped".into(),
+            ));
+        }
+        ok
+    });
+    for t in &mut s.thresholds {
+        if t.agent.is_some_and(|a| a >= n_agents) {
+            t.agent = None;
+        }
+    }
+    for (line, msg) in warns {
+        s.warn(SourcePos { file, line }, msg);
+    }
+}

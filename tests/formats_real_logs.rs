@@ -1,0 +1,176 @@
+//! The readers against real logs written by third-party tools (../shared/real-logs, see SOURCES.md).
+//! Every expectation is computed independently from the file here, or pinned from SOURCES.md.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+use ctxlab::formats;
+use ctxlab::model::{Role, Session};
+use serde_json::Value;
+
+fn real(rel: &str) -> PathBuf {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
+    assert!(
+        p.exists(),
+        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
+        p.display()
+    );
+    p
+}
+
+fn json_lines(p: &PathBuf) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Facts of a Claude Code transcript computed straight from the JSON.
+struct ClaudeFacts {
+    /// message.id → largest output_tokens, for assistant entries with usage (not synthetic).
+    calls: BTreeMap<String, u64>,
+    /// (trigger, preTokens) of every compact_boundary.
+    boundaries: Vec<(String, u64)>,
+    max_context: u64,
+}
+
+fn claude_facts(p: &PathBuf) -> ClaudeFacts {
+    let mut f = ClaudeFacts {
+        calls: BTreeMap::new(),
+        boundaries: vec![],
+        max_context: 0,
+    };
+    for v in json_lines(p) {
+        if v["type"] == "assistant"
+            && v["message"]["usage"].is_object()
+            && v["message"]["model"] != "<synthetic>"
+        {
+            let u = &v["message"]["usage"];
+            let out = u["output_tokens"].as_u64().unwrap();
+            let e = f
+                .calls
+                .entry(v["message"]["id"].as_str().unwrap().to_string())
+                .or_insert(0);
+            *e = (*e).max(out);
+            let ctx = u["input_tokens"].as_u64().unwrap()
+                + u["cache_read_input_tokens"].as_u64().unwrap_or(0)
+                + u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+            f.max_context = f.max_context.max(ctx);
+        }
+        if v["type"] == "system" && v["subtype"] == "compact_boundary" {
+            let m = &v["compactMetadata"];
+            f.boundaries.push((
+                m["trigger"].as_str().unwrap().to_string(),
+                m["preTokens"].as_u64().unwrap(),
+            ));
+        }
+    }
+    f
+}
+
+fn check_claude(rel: &str, calls: usize, compactions: &[(&str, u64)], max_context: u64) -> Session {
+    let p = real(rel);
+    assert_eq!(formats::detect(&p).unwrap(), "claude-code");
+    let s = formats::load_file(&p).unwrap();
+    let facts = claude_facts(&p);
+    assert_eq!(facts.calls.len(), calls, "SOURCES.md count");
+    assert_eq!(
+        s.calls.len(),
+        facts.calls.len(),
+        "one call per message.id with usage"
+    );
+    for c in &s.calls {
+        let id = c.request_id.as_ref().unwrap();
+        assert_eq!(
+            c.usage.unwrap().output,
+            facts.calls[id],
+            "final output_tokens of {id}"
+        );
+        let reply = &s.messages[c.reply.unwrap()];
+        assert_eq!(reply.role, Role::Assistant);
+        assert_eq!(c.context_end, c.reply.unwrap());
+    }
+    let ids: HashSet<_> = s
+        .calls
+        .iter()
+        .map(|c| c.request_id.clone().unwrap())
+        .collect();
+    assert_eq!(ids.len(), s.calls.len());
+    let got: Vec<(String, u64)> = s
+        .compactions
+        .iter()
+        .map(|c| (c.trigger.clone(), c.pre_tokens.unwrap()))
+        .collect();
+    assert_eq!(got, facts.boundaries);
+    let want: Vec<(String, u64)> = compactions
+        .iter()
+        .map(|(t, n)| (t.to_string(), *n))
+        .collect();
+    assert_eq!(got, want);
+    for c in &s.compactions {
+        let sum = c.summary.expect("summary message linked");
+        assert_eq!(sum, c.at_message);
+        assert!(s.messages[sum].flags.is_summary);
+    }
+    let max = s
+        .calls
+        .iter()
+        .map(|c| c.usage.unwrap().context_tokens())
+        .max()
+        .unwrap();
+    assert_eq!(max, facts.max_context);
+    assert_eq!(max, max_context);
+    assert_eq!(s.source.format, "claude-code");
+    assert_eq!(s.source.bytes, std::fs::metadata(&p).unwrap().len());
+    assert_eq!(
+        s.source.hash,
+        blake3::hash(&std::fs::read(&p).unwrap())
+            .to_hex()
+            .to_string()
+    );
+    s
+}
+
+#[test]
+fn claude_code_vr_forest() {
+    let s = check_claude(
+        "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
+        182,
+        &[("auto", 167_825)],
+        164_891,
+    );
+    assert_eq!(s.agents[0].model.as_deref(), Some("claude-opus-4-6"));
+    // The Task call's subagent file was not published: said, not silently dropped.
+    assert!(
+        s.warnings.iter().any(|w| w.message.contains("a0225a9")
+            && w.message.contains("toolu_01NHhzYszBQhHKXpZPu5M37k")),
+        "{:?}",
+        s.warnings
+    );
+    // Tool-result-only user entries answer tool calls.
+    assert!(s.messages.iter().any(|m| m.role == Role::Tool));
+}
+
+#[test]
+fn claude_code_fundwise() {
+    let s = check_claude(
+        "claude-code_fundwise/claude-session.jsonl",
+        71,
+        &[],
+        135_528,
+    );
+    // Its one subagent (linked through the Agent call's toolUseResult.agentId) was not published.
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(s.warnings[0].message.contains("a06052d82085211f8"));
+    assert_eq!(s.warnings[0].line, 18);
+    assert!(s.title.is_some(), "ai-title entry");
+}
+
+#[test]
+fn a_folder_loads_every_session_in_it() {
+    let dir = real("claude-code_fundwise");
+    let all = formats::load(&dir).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].calls.len(), 71);
+}
