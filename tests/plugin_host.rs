@@ -467,3 +467,86 @@ fn compact_fixture_summarizes_only_above_its_trigger() {
     ));
     assert_eq!((d.ops[0].start, d.ops[0].end), (0, 5));
 }
+
+fn ctxlab(args: &[&str], plugin_path: &std::ffi::OsStr) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args(args)
+        .env("CTXLAB_PLUGIN_PATH", plugin_path)
+        .output()
+        .expect("run ctxlab")
+}
+
+#[test]
+fn cli_lists_what_the_plugin_path_and_the_checkout_hold_and_what_was_refused() {
+    let compact = built("ctxlab_fixture_compact");
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir
+        .path()
+        .join(format!("{DLL_PREFIX}ctxlab_plugin_bogus{DLL_SUFFIX}"));
+    std::fs::write(&bogus, "not a library").unwrap();
+    let path = std::env::join_paths([compact.as_path(), dir.path()]).unwrap();
+
+    let out = ctxlab(&["plugins", "list", "--json"], &path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = v["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    // CTXLAB_PLUGIN_PATH comes first, the checkout's build folder after it.
+    assert_eq!(ids[0], "fixture.compact", "{ids:?}");
+    assert!(ids.contains(&"example.keep-last-results"), "{ids:?}");
+    assert_eq!(v["strategies"][0]["path"], json!(compact));
+    let refused = v["refused"].as_array().unwrap();
+    assert!(
+        refused.iter().any(|r| r["path"] == json!(bogus)
+            && r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("not a loadable shared library")),
+        "{refused:?}"
+    );
+    assert_eq!(v["searched"][0]["origin"], "env_var");
+    assert_eq!(v["searched"][1]["path"], json!(dir.path()));
+    let last = v["searched"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["origin"], "checkout");
+
+    let out = ctxlab(&["plugins", "info", "fixture.compact"], &path);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("trigger  (float, default 0.8, 0.01 to 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("summary_tokens  (int, default 2,000, at least 1)"),
+        "{text}"
+    );
+    assert!(text.contains("Export formats: none"), "{text}");
+
+    let out = ctxlab(
+        &["plugins", "info", "example.keep-last-results", "--json"],
+        &path,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params"][0]["key"], "EXAMPLE_KEEP_LAST_TOOL_RESULTS");
+    assert_eq!(v["export_formats"], json!(["example-env"]));
+
+    let out = ctxlab(&["plugins", "info", "nope"], &path);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown strategy nope") && err.contains("fixture.compact"),
+        "{err}"
+    );
+    assert!(
+        err.contains("refused (run `ctxlab plugins` to see why)"),
+        "{err}"
+    );
+}
