@@ -1,1 +1,292 @@
-//! Strategy plugin modelling phi-core (see ../shared/seeds).
+//! phi-core's context management (docs/strategies/phi-core.md): its own chars/4 estimate, the
+//! headroom trigger of the agent loop, the tiered `compact_messages`, and `ExecutionLimits`.
+
+mod config;
+mod estimate;
+mod limits;
+mod tiers;
+
+#[cfg(test)]
+mod tests;
+
+use ctxlab_plugin_api::*;
+use estimate::Running;
+use limits::{Limits, Tracker};
+use std::collections::HashMap;
+use tiers::{Kind, Outcome, Settings};
+
+struct PhiCore {
+    params: Params,
+    max_context_tokens: u64,
+    system_prompt_tokens: u64,
+    compact_at_pct: f64,
+    compact_budget_threshold_pct: f64,
+    keep_recent: usize,
+    keep_first: usize,
+    tool_output_max_lines: usize,
+    limits: Limits,
+    end_agent_at_limit: bool,
+    agents: HashMap<String, AgentState>,
+}
+
+#[derive(Default)]
+struct AgentState {
+    estimate: Running,
+    tracker: Tracker,
+    clock_note_given: bool,
+}
+
+impl PhiCore {
+    fn new(params: Params) -> PhiCore {
+        let max_cost = params.float("max_cost");
+        PhiCore {
+            max_context_tokens: params.uint("max_context_tokens"),
+            system_prompt_tokens: params.uint("system_prompt_tokens"),
+            compact_at_pct: params.float("compact_at_pct"),
+            compact_budget_threshold_pct: params.float("compact_budget_threshold_pct"),
+            keep_recent: params.uint("keep_recent") as usize,
+            keep_first: params.uint("keep_first") as usize,
+            tool_output_max_lines: params.uint("legacy_tool_output_max_lines") as usize,
+            limits: Limits {
+                max_turns: params.uint("max_turns"),
+                max_total_tokens: params.uint("max_total_tokens"),
+                max_duration_secs: params.uint("max_duration_secs"),
+                max_cost: (max_cost > 0.0).then_some(max_cost),
+                input_per_million: params.float("input_per_million"),
+                output_per_million: params.float("output_per_million"),
+            },
+            end_agent_at_limit: params.bool(config::END_AGENT_AT_LIMIT),
+            agents: HashMap::new(),
+            params,
+        }
+    }
+
+    fn budget(&self) -> u64 {
+        self.max_context_tokens
+            .saturating_sub(self.system_prompt_tokens)
+    }
+}
+
+impl Strategy for PhiCore {
+    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
+        if !self.agents.contains_key(call.agent()) {
+            self.agents
+                .insert(call.agent().to_string(), AgentState::default());
+        }
+        let limits = self.limits.clone();
+        let budget = self.budget();
+        let settings = Settings {
+            budget,
+            keep_recent: self.keep_recent,
+            keep_first: self.keep_first,
+            tool_output_max_lines: self.tool_output_max_lines,
+        };
+        let (max, threshold, end_agent) = (
+            self.max_context_tokens,
+            self.compact_budget_threshold_pct,
+            self.end_agent_at_limit,
+        );
+        let (pct, sys) = (self.compact_at_pct, self.system_prompt_tokens);
+        let state = self
+            .agents
+            .get_mut(call.agent())
+            .ok_or("agent state vanished")?;
+
+        // The agent loop checks its limits before anything else of a turn.
+        state.tracker.advance(call, &limits);
+        if !state.tracker.has_clock() && !state.clock_note_given && call.agent_call_index() == 0 {
+            state.clock_note_given = true;
+            out.event(
+                EventKind::Note,
+                "max_duration_unknown",
+                "the log has no timestamps for this agent: max_duration cannot be checked",
+            );
+        }
+        let estimated = state.estimate.update(call);
+        if !state.tracker.stopped {
+            if let Some(reason) = state.tracker.check(call, &limits) {
+                state.tracker.stopped = true;
+                let code = if end_agent {
+                    "agent_stopped"
+                } else {
+                    "execution_limit"
+                };
+                out.event(EventKind::Stop, code, format!("[Agent stopped: {reason}]"));
+                out.gauge("estimate", (estimated + sys) as f64);
+                return Ok(());
+            }
+        }
+
+        let headroom = headroom(pct, sys, max, estimated);
+        out.gauge("headroom_pct", headroom * 100.0);
+        if headroom >= threshold {
+            out.gauge("estimate", (estimated + sys) as f64);
+            return Ok(());
+        }
+
+        let started = format!(
+            "CompactionStarted: estimate {} of {} max_context_tokens leaves headroom {:.1}% < compact_budget_threshold_pct {:.1}%",
+            fmt_tokens(estimated + sys),
+            fmt_tokens(max),
+            headroom * 100.0,
+            threshold * 100.0
+        );
+        if estimated <= budget {
+            // compact_messages returns the messages untouched when they already fit the budget:
+            // phi-core fires again at every call until the estimate passes max − system prompt.
+            out.event_tokens(
+                EventKind::Note,
+                "compaction_nothing_to_do",
+                format!(
+                    "{started}; compact_messages: {} fits budget {} — nothing compacted",
+                    fmt_tokens(estimated),
+                    fmt_tokens(budget)
+                ),
+                estimated + sys,
+                estimated + sys,
+            );
+            out.gauge("estimate", (estimated + sys) as f64);
+            return Ok(());
+        }
+        out.event(EventKind::Note, "CompactionStarted", started);
+
+        let outcome = tiers::compact(call, &settings, estimated);
+        for step in &outcome.steps {
+            let (kind, verb) = if step.changed {
+                (EventKind::Compaction, "")
+            } else {
+                (EventKind::Note, " (changed nothing)")
+            };
+            out.event_tokens(
+                kind,
+                step.level.code(),
+                format!(
+                    "{}{verb}: {} → {} (budget {})",
+                    step.what,
+                    fmt_tokens(step.before + sys),
+                    fmt_tokens(step.after + sys),
+                    fmt_tokens(budget + sys)
+                ),
+                step.before + sys,
+                step.after + sys,
+            );
+        }
+        if outcome.deferred_truncations > 0 {
+            out.event(
+                EventKind::Note,
+                "truncations_deferred",
+                format!(
+                    "{} smaller tool-output truncations left for a later call (the host takes at most 256 edits per call)",
+                    fmt_tokens(outcome.deferred_truncations as u64)
+                ),
+            );
+        }
+        emit_ops(call, &outcome, out);
+        state.estimate.invalidate();
+        out.gauge("estimate", (outcome.after + sys) as f64);
+        Ok(())
+    }
+
+    fn thresholds(&self) -> Vec<Threshold> {
+        let max = self.max_context_tokens as f64;
+        let trigger = (max * (self.compact_at_pct - self.compact_budget_threshold_pct)).max(0.0);
+        vec![Threshold {
+            kind: ThresholdKind::Trigger,
+            line: Line::Occupancy,
+            tokens: trigger as u64,
+            label: "compact_at_pct − compact_budget_threshold_pct".into(),
+        }]
+    }
+
+    fn export(&self, format: &str) -> Result<String, String> {
+        config::export(&self.params, format)
+    }
+}
+
+/// The agent loop's trigger: compact when this falls below compact_budget_threshold_pct, i.e. when
+/// the estimate passes max·(compact_at_pct − threshold) − system_prompt_tokens.
+fn headroom(compact_at_pct: f64, system_prompt_tokens: u64, max: u64, estimated: u64) -> f64 {
+    let max = max.max(1) as f64;
+    compact_at_pct - system_prompt_tokens as f64 / max - estimated as f64 / max
+}
+
+/// Turns the final item list into ops over the view: gaps are drops, replaced ranges become the
+/// literal user message phi-core writes, cut tool outputs become head/tail truncations.
+fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision) {
+    let mut pos = 0;
+    for item in &outcome.items {
+        if item.start > pos {
+            out.drop_range(pos..item.start, Scope::Persistent);
+        }
+        match &item.kind {
+            Kind::Keep(None) => {}
+            Kind::Keep(Some(t)) => {
+                out.op(
+                    OpKind::Truncate {
+                        head: t.head,
+                        tail: t.tail,
+                        marker: t.marker.clone(),
+                    },
+                    Scope::Persistent,
+                    item.start..item.end,
+                );
+            }
+            Kind::Replace(text) => {
+                // A marker bigger than the little it replaces would be refused: drop instead.
+                if call.tokens_in(item.start..item.end) > estimate::user_text_tokens(text) + 8 {
+                    out.op(
+                        OpKind::Summarize {
+                            role: Role::User,
+                            max_tokens: 0,
+                            summarizer_input_tokens: 0,
+                            text: text.clone(),
+                        },
+                        Scope::Persistent,
+                        item.start..item.end,
+                    );
+                } else if item.end > item.start {
+                    out.drop_range(item.start..item.end, Scope::Persistent);
+                }
+            }
+        }
+        pos = pos.max(item.end);
+    }
+    if pos < call.len() {
+        out.drop_range(pos..call.len(), Scope::Persistent);
+    }
+}
+
+pub struct ContextStrategy;
+
+impl StrategyFactory for ContextStrategy {
+    fn info(&self) -> StrategyInfo {
+        StrategyInfo {
+            id: "phi-core.context",
+            title: "phi-core tiered compaction",
+            system: "phi-core",
+            description: "phi-core's agent loop: its chars/4 estimate against max_context_tokens, \
+                          compaction when headroom falls under compact_budget_threshold_pct, \
+                          tiered compact_messages (L1 tool-output head+tail, L2 one-line turn \
+                          summaries, L3 drop the middle), and ExecutionLimits stops.",
+            params: config::schema(),
+            export_formats: config::FORMATS,
+        }
+    }
+
+    fn create(&self, params: Params) -> Result<Box<dyn Strategy>, String> {
+        if params.uint("max_context_tokens") == 0 {
+            return Err("max_context_tokens must be at least 1".into());
+        }
+        Ok(Box::new(PhiCore::new(params)))
+    }
+
+    fn import(&self, format: &str, text: &str) -> Result<serde_json::Value, String> {
+        config::import(format, text)
+    }
+}
+
+ctxlab_plugin_api::export_plugin!(
+    name: "phi-core",
+    version: env!("CARGO_PKG_VERSION"),
+    strategies: [&ContextStrategy],
+);

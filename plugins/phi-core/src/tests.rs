@@ -1,0 +1,476 @@
+use super::*;
+use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
+use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+use serde_json::{json, Value};
+
+fn strategy(params: Value) -> Box<dyn Strategy> {
+    let p = Params::resolve(&config::schema(), &params).unwrap();
+    ContextStrategy.create(p).unwrap()
+}
+
+/// A small window so crafted histories cross it: budget = 1,000 − 0.
+fn small(extra: Value) -> Box<dyn Strategy> {
+    let mut p = json!({"max_context_tokens": 1000, "system_prompt_tokens": 0});
+    if let (Some(o), Some(e)) = (p.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    strategy(p)
+}
+
+fn lines(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("line {i:04} of output"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Event codes, without the note that the test logs carry no timestamps.
+fn codes(d: &Decision) -> Vec<&str> {
+    d.events
+        .iter()
+        .map(|e| e.code.as_str())
+        .filter(|c| *c != "max_duration_unknown")
+        .collect()
+}
+
+fn gauge(d: &Decision, name: &str) -> f64 {
+    d.gauges
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+        .unwrap()
+}
+
+#[test]
+fn estimate_follows_phi_core_rules() {
+    let call = TestCall::new(vec![
+        TestMsg::user("hello"),                          // ceil(5/4)+4 = 6
+        TestMsg::tool_call("c1", "read", "{\"p\":1}"),   // ceil(7/4)+4 + ceil(4/4)+8 = 15
+        TestMsg::tool_result("c1", "read", "abcdefghi"), // ceil(9/4) + ceil(4/4)+8 = 12
+        TestMsg::user("").image(100),                    // 0+4 + 85 (clamped up)
+        TestMsg::user("").image(20_000_000),             // 0+4 + 16,000 (clamped down)
+    ]);
+    let mut s = strategy(json!({"system_prompt_tokens": 0}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(gauge(&d, "estimate"), (6 + 15 + 12 + 89 + 16_004) as f64);
+}
+
+#[test]
+fn estimate_is_kept_incrementally_and_rescanned_after_a_compaction() {
+    let mut s = strategy(json!({}));
+    let mut msgs = vec![TestMsg::user("abcd"), TestMsg::assistant("efgh")];
+    let d = TestCall::new(msgs.clone()).decide(s.as_mut()).unwrap();
+    assert_eq!(gauge(&d, "estimate"), (4_000 + 5 + 5) as f64);
+    msgs.push(TestMsg::user("12345678"));
+    let mut c = TestCall::new(msgs.clone());
+    c.agent_call_index = 1;
+    c.new_messages = 1;
+    let d = c.decide(s.as_mut()).unwrap();
+    assert_eq!(gauge(&d, "estimate"), (4_000 + 5 + 5 + 6) as f64);
+    // A history that does not extend the one seen (the host rewrote it) is rescanned.
+    let mut c = TestCall::new(vec![TestMsg::user("x")]);
+    c.agent_call_index = 2;
+    c.new_messages = 0;
+    let d = c.decide(s.as_mut()).unwrap();
+    assert_eq!(gauge(&d, "estimate"), (4_000 + 5) as f64);
+}
+
+#[test]
+fn trigger_is_headroom_below_threshold_and_nothing_happens_until_the_budget_is_passed() {
+    // Defaults: headroom = 0.90 − 4,000/100,000 − est/100,000 < 0.05  ⇔  est > 81,000.
+    let msg = |tokens_est: u64| TestMsg::user(&"a".repeat(((tokens_est - 4) * 4) as usize));
+    let mut s = strategy(json!({}));
+    let d = TestCall::new(vec![msg(80_900)]).decide(s.as_mut()).unwrap();
+    assert!(codes(&d).is_empty() && d.ops.is_empty(), "{:?}", d.events);
+    assert!((gauge(&d, "headroom_pct") - 5.1).abs() < 1e-9);
+
+    let mut s = strategy(json!({}));
+    let d = TestCall::new(vec![msg(81_001)]).decide(s.as_mut()).unwrap();
+    assert_eq!(codes(&d), vec!["compaction_nothing_to_do"]);
+    assert!(d.ops.is_empty());
+    let e = d
+        .events
+        .iter()
+        .find(|e| e.code == "compaction_nothing_to_do")
+        .unwrap();
+    assert!(e.message.contains("fits budget 96,000"), "{}", e.message);
+
+    let t = strategy(json!({})).thresholds();
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].kind, ThresholdKind::Trigger);
+    assert_eq!(t[0].tokens, 85_000);
+}
+
+#[test]
+fn level1_truncates_long_tool_outputs_and_stops_when_that_fits() {
+    let big = lines(200); // ~4,000 chars: over the 1,000 budget alone
+    let call = TestCall::new(vec![
+        TestMsg::user("read it"),
+        TestMsg::tool_call("c1", "read", "{}"),
+        TestMsg::tool_result("c1", "read", &big),
+        TestMsg::assistant("ok"),
+    ]);
+    let mut s = small(json!({"legacy_tool_output_max_lines": 10}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(
+        codes(&d),
+        vec!["CompactionStarted", "level1_truncate_tool_outputs"]
+    );
+    assert_eq!(d.ops.len(), 1);
+    let op = &d.ops[0];
+    assert_eq!((op.start, op.end), (2, 3));
+    let OpKind::Truncate { head, tail, marker } = &op.kind else {
+        panic!("{op:?}")
+    };
+    assert_eq!(marker, "\n\n[... 190 lines truncated ...]\n\n");
+    let expect_head: String = big.lines().take(5).collect::<Vec<_>>().join("\n");
+    let expect_tail: String = big.lines().skip(195).collect::<Vec<_>>().join("\n");
+    assert_eq!(*head, expect_head.chars().count() as u64);
+    assert_eq!(*tail, expect_tail.chars().count() as u64);
+    let e = d
+        .events
+        .iter()
+        .find(|e| e.code == "level1_truncate_tool_outputs")
+        .unwrap();
+    assert!(
+        e.tokens_after < e.tokens_before && e.tokens_after <= 1000,
+        "{e:?}"
+    );
+}
+
+/// Turns of: assistant tool call + short result, so level 1 finds nothing to cut.
+fn turns(n: usize, result: &str) -> Vec<TestMsg> {
+    let mut v = vec![TestMsg::user("start the job")];
+    for i in 0..n {
+        let id = format!("c{i}");
+        v.push(TestMsg::tool_call(
+            &id,
+            "bash",
+            &format!("{{\"cmd\":\"step {i}\"}}"),
+        ));
+        v.push(TestMsg::tool_result(&id, "bash", result));
+    }
+    v
+}
+
+#[test]
+fn level2_summarizes_turns_older_than_keep_recent() {
+    let msgs = turns(20, &"x".repeat(200)); // 41 messages, ~70 est each: ~2,900
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(
+        codes(&d),
+        vec![
+            "CompactionStarted",
+            "level1_truncate_tool_outputs",
+            "level2_summarize_old_turns"
+        ]
+    );
+    let ev = |c: &str| d.events.iter().find(|e| e.code == c).unwrap();
+    assert_eq!(
+        ev("level1_truncate_tool_outputs").kind,
+        EventKind::Note,
+        "L1 changed nothing"
+    );
+    assert_eq!(ev("level2_summarize_old_turns").kind, EventKind::Compaction);
+    // 41 messages, keep_recent 10 → boundary 31 (a safe cut: 31 is a tool call). Turns at
+    // 1..31 are 15 assistant+result pairs; the user message at 0 stays.
+    assert_eq!(d.ops.len(), 15);
+    for (k, op) in d.ops.iter().enumerate() {
+        assert_eq!((op.start, op.end), (1 + 2 * k, 3 + 2 * k));
+        let OpKind::Summarize {
+            role,
+            text,
+            max_tokens,
+            ..
+        } = &op.kind
+        else {
+            panic!("{op:?}")
+        };
+        assert_eq!(*role, Role::User);
+        assert_eq!(*max_tokens, 0);
+        assert_eq!(text, "[Summary] [Assistant used 1 tool(s)]");
+    }
+    assert!(ev("level2_summarize_old_turns").tokens_after <= 1000);
+}
+
+#[test]
+fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
+    // 40 messages: keep_recent 10 → boundary 30, which is a tool result whose call is at 29.
+    let mut msgs = turns(19, &"x".repeat(200));
+    msgs.push(TestMsg::user("next"));
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({}));
+    let d = call.decide(s.as_mut()).unwrap();
+    let last = d
+        .ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::Summarize { .. }))
+        .last()
+        .unwrap();
+    assert_eq!(last.end, 29, "the pair 29/30 stays verbatim");
+}
+
+#[test]
+fn level3_keeps_first_and_recent_and_drops_the_middle_behind_a_marker() {
+    let msgs: Vec<TestMsg> = (0..30)
+        .map(|i| TestMsg::user(&format!("{i:02} {}", "u".repeat(300))))
+        .collect();
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(
+        codes(&d),
+        vec![
+            "CompactionStarted",
+            "level1_truncate_tool_outputs",
+            "level2_summarize_old_turns",
+            "level3_drop_middle"
+        ]
+    );
+    // 30 × ~80 = 2,400; first 2 + last 10 + marker = ~970 ≤ 1,000.
+    assert_eq!(d.ops.len(), 1);
+    let op = &d.ops[0];
+    assert_eq!((op.start, op.end), (2, 20));
+    let OpKind::Summarize { text, .. } = &op.kind else {
+        panic!("{op:?}")
+    };
+    assert_eq!(
+        text,
+        "[Context compacted: 18 messages removed to fit context window]"
+    );
+}
+
+#[test]
+fn level3_keeps_only_the_recent_messages_that_fit_when_first_and_recent_overlap() {
+    let msgs: Vec<TestMsg> = (0..6)
+        .map(|i| TestMsg::user(&format!("{i} {}", "u".repeat(1200))))
+        .collect();
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(codes(&d).last(), Some(&"level3_drop_middle"));
+    // Each message is ~305: three fit in 1,000.
+    let op = &d.ops[0];
+    assert_eq!((op.start, op.end), (0, 3));
+    let OpKind::Summarize { text, .. } = &op.kind else {
+        panic!("{op:?}")
+    };
+    assert_eq!(text, "[Context compacted: 3 messages removed]");
+}
+
+#[test]
+fn legacy_fields_drive_the_tiers_and_compaction_config_fields_do_not() {
+    let msgs: Vec<TestMsg> = (0..30)
+        .map(|i| TestMsg::user(&format!("{i:02} {}", "u".repeat(300))))
+        .collect();
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({"keep_first_turns": 7, "keep_recent_turns": 3}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!((d.ops[0].start, d.ops[0].end), (2, 20));
+    let mut s = small(json!({"keep_first": 1, "keep_recent": 5}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!((d.ops[0].start, d.ops[0].end), (1, 25));
+}
+
+#[test]
+fn execution_limits_stop_the_agent_at_the_51st_call_of_a_request() {
+    let mut s = strategy(json!({}));
+    let mut msgs = vec![TestMsg::user("go").request(0)];
+    for k in 0..=50u64 {
+        let mut c = TestCall::new(msgs.clone());
+        c.agent_call_index = k;
+        c.new_messages = if k == 0 { 1 } else { 1 };
+        c.new_request = k == 0;
+        c.prev_input_tokens = 100;
+        let d = c.decide(s.as_mut()).unwrap();
+        if k < 50 {
+            assert!(
+                d.events.iter().all(|e| e.kind != EventKind::Stop),
+                "call {k}"
+            );
+        } else {
+            let e = d.events.iter().find(|e| e.kind == EventKind::Stop).unwrap();
+            assert_eq!(e.message, "[Agent stopped: Max turns reached (50/50)]");
+            assert_eq!(e.code, "execution_limit");
+        }
+        msgs.push(TestMsg::assistant("working"));
+    }
+    // A new request starts a new run: the tracker is fresh.
+    let mut c = TestCall::new(msgs.clone());
+    c.agent_call_index = 51;
+    c.new_request = true;
+    let d = c.decide(s.as_mut()).unwrap();
+    assert!(d.events.iter().all(|e| e.kind != EventKind::Stop));
+}
+
+#[test]
+fn end_agent_at_limit_asks_the_engine_to_end_the_agent_and_tokens_count_input_and_output() {
+    let mut s = strategy(json!({"end_agent_at_limit": true, "max_total_tokens": 1000}));
+    let mut c = TestCall::new(vec![TestMsg::user("go")]);
+    c.new_request = true;
+    assert!(codes(&c.decide(s.as_mut()).unwrap()).is_empty());
+    // Previous call: 900 input + a reply of 104 tokens → 1,004 ≥ 1,000.
+    let mut c = TestCall::new(vec![
+        TestMsg::user("go"),
+        TestMsg::assistant(&"r".repeat(400)),
+    ]);
+    c.agent_call_index = 1;
+    c.new_messages = 1;
+    c.prev_input_tokens = 900;
+    let d = c.decide(s.as_mut()).unwrap();
+    let e = d.events.iter().find(|e| e.kind == EventKind::Stop).unwrap();
+    assert_eq!(e.code, "agent_stopped");
+    assert_eq!(e.message, "[Agent stopped: Max tokens reached (1004/1000)]");
+}
+
+#[test]
+fn duration_and_cost_limits_use_phi_core_wording() {
+    let limits = Limits {
+        max_turns: 50,
+        max_total_tokens: 1_000_000,
+        max_duration_secs: 600,
+        max_cost: Some(0.01),
+        input_per_million: 10.0,
+        output_per_million: 0.0,
+    };
+    let view = |ts: i64, idx: u64, prev: u64| CallView {
+        agent: StrRef::new("main"),
+        call_index: idx,
+        agent_call_index: idx,
+        timestamp_ms: ts,
+        budget: BudgetView::default(),
+        overhead_tokens: 0,
+        context_tokens: 0,
+        prev_input_tokens: prev,
+        prev_recorded_input_tokens: 0,
+        prev_raw_tokens: 0,
+        cumulative_input_tokens: 0,
+        new_messages: 0,
+        new_request: (idx == 0) as u8,
+        assistant_turns: 0,
+        messages: std::ptr::null(),
+        messages_len: 0,
+    };
+    let mut t = Tracker::default();
+    let v0 = view(1_000_000, 0, 0);
+    let c0 = unsafe { Call::from_raw(&v0) };
+    t.advance(&c0, &limits);
+    let v1 = view(1_000_000 + 601_000, 1, 10);
+    let c1 = unsafe { Call::from_raw(&v1) };
+    t.advance(&c1, &limits);
+    assert_eq!(
+        t.check(&c1, &limits).as_deref(),
+        Some("Max duration reached (601s/600s)")
+    );
+    let v2 = view(1_000_000 + 1_000, 2, 1_000);
+    let c2 = unsafe { Call::from_raw(&v2) };
+    t.advance(&c2, &limits);
+    // 1,010 input tokens at $10/M = $0.0101 ≥ $0.01.
+    assert_eq!(
+        t.check(&c2, &limits).as_deref(),
+        Some("Max cost reached ($0.0101/$0.0100)")
+    );
+}
+
+/// Deterministic parameter sets over the exported keys.
+fn param_sets() -> Vec<Value> {
+    let schema = config::schema();
+    let mut out = vec![json!({})];
+    for seed in 1..60u64 {
+        let mut o = serde_json::Map::new();
+        for (k, (name, _, _)) in config::FILE_KEYS.iter().enumerate() {
+            let pick = (seed * 31 + k as u64 * 17) % 5;
+            if pick < 2 {
+                continue;
+            }
+            let spec = schema.iter().find(|s| s.name == *name).unwrap();
+            let v = match spec.ty {
+                ParamType::Int => json!(1 + (seed * 997 + k as u64 * 13) % 200_000),
+                ParamType::Float => {
+                    let max = spec.max.unwrap_or(100.0);
+                    json!(((seed * 7 + k as u64) % 97) as f64 / 97.0 * max)
+                }
+                ParamType::String => json!(format!("focus on file {seed}.rs")),
+                _ => unreachable!(),
+            };
+            o.insert(name.to_string(), v);
+        }
+        out.push(Value::Object(o));
+    }
+    out
+}
+
+#[test]
+fn export_then_import_gives_the_same_parameters_in_every_format() {
+    for given in param_sets() {
+        let p = Params::resolve(&config::schema(), &given).unwrap();
+        let s = ContextStrategy.create(p.clone()).unwrap();
+        for f in config::FORMATS {
+            let text = s.export(f).unwrap();
+            let back = ContextStrategy.import(f, &text).unwrap();
+            let q = Params::resolve(&config::schema(), &back).unwrap();
+            assert_eq!(p, q, "format {f}, params {given}\n{text}");
+        }
+    }
+}
+
+#[test]
+fn export_writes_phi_core_sections_and_only_changed_keys() {
+    let s = strategy(
+        json!({"compact_at_pct": 0.8, "max_turns": 20, "keep_recent": 6,
+                            "input_per_million": 3.0}),
+    );
+    let text = s.export("toml").unwrap();
+    assert!(
+        text.contains("[compaction]\ncompact_at_pct = 0.8\n"),
+        "{text}"
+    );
+    assert!(text.contains("[execution]\nmax_turns = 20\n"), "{text}");
+    assert!(
+        text.contains("[provider.cost]\ninput_per_million = 3.0\n"),
+        "{text}"
+    );
+    assert!(!text.contains("max_context_tokens"), "{text}");
+    assert!(
+        text.contains("#   keep_recent: 6,"),
+        "legacy field explained: {text}"
+    );
+    let full = s.export("toml-full").unwrap();
+    assert!(full.contains("max_context_tokens = 100000"), "{full}");
+    let yaml = s.export("yaml").unwrap();
+    assert!(
+        yaml.contains("compaction:\n  compact_at_pct: 0.8"),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn import_refuses_what_phi_core_cannot_deserialize() {
+    let e = ContextStrategy
+        .import("toml", "[compaction]\nkeep_recent_turns = \"ten\"\n")
+        .unwrap_err();
+    assert!(
+        e.contains("compaction.keep_recent_turns") && e.contains("usize"),
+        "{e}"
+    );
+    let e = ContextStrategy.import("toml", "[compaction\n").unwrap_err();
+    assert!(e.contains("TOML"), "{e}");
+    let e = ContextStrategy.import("ini", "").unwrap_err();
+    assert!(e.contains("toml, yaml, json"), "{e}");
+    // Sections phi-core has but ctxlab does not model are ignored, as serde(default) does.
+    let v = ContextStrategy
+        .import(
+            "toml",
+            "[agent]\nsystem_prompt = \"x\"\n[compaction]\nmax_context_tokens = 50000\n",
+        )
+        .unwrap();
+    assert_eq!(v, json!({"max_context_tokens": 50000}));
+}
+
+#[test]
+fn the_plugin_table_lists_the_strategy() {
+    let t = plugin_table();
+    assert_eq!(t.strategies_len, 1);
+}
