@@ -1,0 +1,836 @@
+//! LibreChat's agent context pipeline (`@librechat/agents` `pruneMessages` + the graph's
+//! summarization check), run once per call on the agent's working context.
+//!
+//! LibreChat rebuilds every request from the stored conversation and prunes it again, so masking,
+//! fading, context pruning, pruning and emergency truncation are `ThisCall` view filters; only the
+//! full compaction of the summarization path changes the history (`Persistent`).
+
+use crate::config::{Config, Trigger};
+use crate::trim::{self, Edit};
+use ctxlab_plugin_api::{
+    fmt_tokens, Call, Decision, EventKind, Line, Msg, OpKind, Role, Scope, Strategy, Threshold,
+    ThresholdKind,
+};
+use std::collections::{HashMap, HashSet};
+
+/// Pressure at which observation masking (and fading) starts (`PRESSURE_THRESHOLD_MASKING`).
+pub const PRESSURE_MASKING: f64 = 0.8;
+/// Pressure bands of context fading: threshold → budget factor (`PRESSURE_BANDS`).
+pub const PRESSURE_BANDS: [(f64, f64); 4] = [(0.99, 0.05), (0.9, 0.2), (0.85, 0.5), (0.8, 1.0)];
+/// Sanity bounds of the cumulative calibration ratio.
+const CALIBRATION_RATIO_MIN: f64 = 0.5;
+const CALIBRATION_RATIO_MAX: f64 = 5.0;
+/// Instruction overhead is recalibrated when estimate and calibration differ by more than this.
+pub const CALIBRATION_VARIANCE_THRESHOLD: f64 = 0.15;
+/// The host refuses decisions with more ops than this.
+const MAX_OPS: usize = 256;
+
+/// LibreChat's cumulative token calibration for one agent.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    pub ratio: f64,
+    cum_raw: f64,
+    cum_provider: f64,
+    best_variance: f64,
+    /// Best observed instruction overhead (`bestInstructionOverhead`).
+    pub best_overhead: Option<u64>,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration {
+            ratio: 1.0,
+            cum_raw: 0.0,
+            cum_provider: 0.0,
+            best_variance: f64::INFINITY,
+            best_overhead: None,
+        }
+    }
+}
+
+impl Calibration {
+    /// Feeds the previous call: provider-reported input tokens and the raw tokens sent
+    /// (both include the instruction overhead).
+    pub fn update(&mut self, recorded: u64, raw_sent: u64, overhead: u64) {
+        let raw_messages = raw_sent.saturating_sub(overhead) as f64;
+        let provider_messages = recorded.saturating_sub(overhead) as f64;
+        if raw_messages > 0.0 && provider_messages > 0.0 {
+            self.cum_raw += raw_messages;
+            self.cum_provider += provider_messages;
+            self.ratio = (self.cum_provider / self.cum_raw)
+                .clamp(CALIBRATION_RATIO_MIN, CALIBRATION_RATIO_MAX);
+        }
+        let ours = overhead as f64 + raw_messages * self.ratio;
+        if ours > 0.0 && raw_messages > 0.0 {
+            let variance = (recorded as f64 / ours - 1.0).abs();
+            if variance < self.best_variance {
+                self.best_variance = variance;
+                self.best_overhead = Some(
+                    (recorded as f64 - raw_messages * self.ratio)
+                        .round()
+                        .max(0.0) as u64,
+                );
+            }
+        }
+    }
+
+    /// Instruction tokens to budget with: the calibrated overhead when it differs from the
+    /// estimate by more than 15 %, else the estimate.
+    pub fn instruction_tokens(&self, estimated: u64) -> u64 {
+        match self.best_overhead {
+            Some(best) if estimated > 0 => {
+                let variance = (best as f64 - estimated as f64).abs() / estimated as f64;
+                if variance > CALIBRATION_VARIANCE_THRESHOLD {
+                    best
+                } else {
+                    estimated
+                }
+            }
+            _ => estimated,
+        }
+    }
+}
+
+/// What the plugin knows about an agent's working context, kept up to date from the messages
+/// appended since its previous call (positions are stable: this-call ops do not change history).
+#[derive(Debug, Default)]
+struct Index {
+    len: usize,
+    first_id: u64,
+    last_id: u64,
+    /// `tool_before[i]`: tool results at positions < i.
+    tool_before: Vec<u32>,
+    last_substantive: Option<usize>,
+    first_user: Option<usize>,
+    pinned: Vec<usize>,
+}
+
+impl Index {
+    fn sync(&mut self, call: &Call<'_>) {
+        let n = call.len();
+        let valid = self.len <= n
+            && (self.len == 0
+                || (call.msg(0).id() == self.first_id
+                    && call.msg(self.len - 1).id() == self.last_id));
+        if !valid {
+            *self = Index::default();
+        }
+        if self.tool_before.is_empty() {
+            self.tool_before.push(0);
+        }
+        for i in self.len..n {
+            let m = call.msg(i);
+            let before = self.tool_before[i];
+            self.tool_before.push(before + is_tool_result(&m) as u32);
+            if is_substantive(&m) {
+                self.last_substantive = Some(i);
+            }
+            if m.role() == Role::User && self.first_user.is_none() {
+                self.first_user = Some(i);
+            }
+            if m.is_pinned() {
+                self.pinned.push(i);
+            }
+        }
+        self.len = n;
+        if n > 0 {
+            self.first_id = call.msg(0).id();
+            self.last_id = call.msg(n - 1).id();
+        }
+    }
+    fn tool_count(&self) -> u64 {
+        self.tool_before[self.len] as u64
+    }
+}
+
+pub fn is_tool_result(m: &Msg<'_>) -> bool {
+    m.role() == Role::Tool || (m.has_tool_results() && m.role() != Role::Assistant)
+}
+
+/// An assistant message with text of its own (not only tool calls): the model has read what came
+/// before it. The host flattens tool arguments into the text, so they are taken out first.
+pub fn is_substantive(m: &Msg<'_>) -> bool {
+    if m.role() != Role::Assistant {
+        return false;
+    }
+    if !m.has_tool_calls() {
+        return !m.text().trim().is_empty();
+    }
+    let mut rest = m.text().to_string();
+    for t in m.tools().filter(|t| !t.is_result()) {
+        for part in [t.body(), t.name()] {
+            if !part.is_empty() {
+                rest = rest.replacen(part, "", 1);
+            }
+        }
+    }
+    rest.chars().any(char::is_alphanumeric)
+}
+
+fn args_chars(m: &Msg<'_>, cap: u64) -> (u64, u64) {
+    m.tools()
+        .filter(|t| !t.is_result())
+        .map(|t| t.body().chars().count() as u64)
+        .fold((0, 0), |(total, excess), c| {
+            (total + c, excess + c.saturating_sub(cap))
+        })
+}
+
+/// Which stages of the pipeline shape the messages this call.
+#[derive(Debug, Clone, Copy)]
+struct Stages {
+    /// Tool results before this position are consumed and masked (0: none).
+    consumed_end: usize,
+    /// Token base of recency-weighted pre-flight truncation (fading, fit-to-budget, fallback).
+    preflight_base: Option<u64>,
+    /// contextPruning: tool results in this range of positions may be degraded (the rest is
+    /// protected: before the first user message, and the last keepLastAssistants turns).
+    pruning: Option<(usize, usize)>,
+    /// Emergency truncation cap in chars.
+    emergency: Option<u64>,
+}
+
+/// Stage numbers for per-stage accounting.
+const MASKING: u8 = 1;
+const PREFLIGHT: u8 = 2;
+const CONTEXT_PRUNING: u8 = 3;
+const EMERGENCY: u8 = 4;
+
+struct Pipeline<'c, 'a> {
+    call: &'c Call<'a>,
+    cfg: &'c Config,
+    index: &'c Index,
+    stages: Stages,
+}
+
+impl Pipeline<'_, '_> {
+    /// The edit of message `i` with the stages up to `upto` applied.
+    fn edit(&self, i: usize, upto: u8) -> Option<Edit> {
+        let m = self.call.msg(i);
+        if m.is_pinned() {
+            return None;
+        }
+        let s = &self.stages;
+        if m.role() == Role::Assistant && m.has_tool_calls() {
+            let cap = [
+                s.preflight_base
+                    .filter(|_| upto >= PREFLIGHT)
+                    .map(trim::max_input_chars),
+                s.emergency.filter(|_| upto >= EMERGENCY),
+            ]
+            .into_iter()
+            .flatten()
+            .min()?;
+            let (_, excess) = args_chars(&m, cap);
+            return trim::input_cut(m.chars(), excess);
+        }
+        if !is_tool_result(&m) {
+            return None;
+        }
+        let len = m.chars();
+        let mut cap = u64::MAX;
+        if upto >= MASKING && i < s.consumed_end {
+            cap = trim::MASKED_RESULT_MAX_CHARS;
+        }
+        if let Some(base) = s.preflight_base.filter(|_| upto >= PREFLIGHT) {
+            let rank = self.index.tool_before[i] as u64;
+            let c = trim::recency_cap(trim::max_result_chars(base), rank, self.index.tool_count());
+            cap = cap.min(c);
+        }
+        let mut edit = trim::result_cut(len, cap);
+        let current = edit.as_ref().map_or(len, Edit::chars).min(len);
+        let p = &self.cfg.pruning;
+        if let Some((lo, hi)) = s.pruning.filter(|_| upto >= CONTEXT_PRUNING) {
+            if i >= lo && i < hi && current >= p.min_prunable_tool_chars {
+                let n = self.call.len() as f64;
+                let age = (n - i as f64) / n;
+                if age >= p.hard_clear_ratio && p.hard_clear_enabled {
+                    edit = Some(Edit::Clear {
+                        placeholder: p.hard_clear_placeholder.clone(),
+                    });
+                } else if age >= p.soft_trim_ratio && current > p.soft_trim_max_chars {
+                    edit = Some(trim::soft_trim(
+                        current,
+                        p.soft_trim_head_chars,
+                        p.soft_trim_tail_chars,
+                    ));
+                }
+            }
+        }
+        if let Some(e) = s.emergency.filter(|_| upto >= EMERGENCY) {
+            let now = edit.as_ref().map_or(len, Edit::chars).min(len);
+            if now > e {
+                edit = trim::result_cut(len, e);
+            }
+        }
+        edit.filter(|e| e.chars() < len)
+    }
+
+    fn tokens(&self, i: usize, upto: u8) -> u64 {
+        trim::tokens_after(&self.call.msg(i), self.edit(i, upto).as_ref())
+    }
+
+    /// `getMessagesWithinTokenLimit`: keeps messages newest-first while they fit in `available`
+    /// (3 tokens primed for the reply), then makes the kept part start at an assistant or user
+    /// message when it would start with a tool result. Returns the first kept position.
+    fn fit(&self, floor: usize, available: u64) -> usize {
+        let n = self.call.len();
+        let mut used = 3u64;
+        let mut i = n;
+        while i > floor && used < available {
+            let t = self.tokens(i - 1, EMERGENCY);
+            if used + t > available {
+                break;
+            }
+            used += t;
+            i -= 1;
+        }
+        if i < n && is_tool_result(&self.call.msg(i)) {
+            if let Some(j) =
+                (i..n).find(|&j| matches!(self.call.msg(j).role(), Role::Assistant | Role::User))
+            {
+                i = j;
+            }
+        }
+        i
+    }
+}
+
+/// Orphan repair: a kept tool result whose call was pruned is dropped with it (the cut moves past
+/// it), so no tool_result is ever sent without its tool_use. Returns the new cut and how many
+/// orphans were removed.
+fn repair_orphans(call: &Call<'_>, cut: usize) -> (usize, usize) {
+    let mut new_cut = cut;
+    let mut orphans = 0;
+    let mut calls: HashSet<&str> = HashSet::new();
+    for i in cut..call.len() {
+        let m = call.msg(i);
+        if is_tool_result(&m)
+            && m.tools()
+                .filter(|t| t.is_result())
+                .any(|t| !calls.contains(t.id()))
+        {
+            new_cut = i + 1;
+            orphans += 1;
+            calls.clear();
+            continue;
+        }
+        for t in m.tools().filter(|t| !t.is_result()) {
+            calls.insert(t.id());
+        }
+    }
+    (new_cut, orphans)
+}
+
+/// Position from which the last `keep` assistant turns (AI + tool runs) are protected from
+/// contextPruning, walking back as LibreChat does; messages before the first user message are
+/// protected too (handled by the caller's lower bound).
+fn protected_from(call: &Call<'_>, keep: u64) -> usize {
+    let mut turns = 0;
+    let mut in_turn = false;
+    let mut from = call.len();
+    for i in (0..call.len()).rev() {
+        let m = call.msg(i);
+        if matches!(m.role(), Role::Assistant | Role::Tool) {
+            from = i;
+            in_turn = true;
+        } else {
+            if in_turn {
+                turns += 1;
+                in_turn = false;
+                if turns >= keep {
+                    break;
+                }
+            }
+            if turns < keep {
+                from = i;
+            }
+        }
+    }
+    from
+}
+
+fn band_factor(pressure: f64) -> f64 {
+    PRESSURE_BANDS
+        .iter()
+        .find(|(t, _)| pressure >= *t)
+        .map_or(1.0, |(_, f)| *f)
+}
+
+#[derive(Debug, Default)]
+struct AgentState {
+    calibration: Calibration,
+    index: Index,
+    /// Message count when summarization last fired (`shouldSkipSummarization`).
+    summarized_at_count: Option<usize>,
+    /// Calibrated instruction tokens last reported in an event.
+    announced_instructions: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    max_context: u64,
+    pruning_budget: u64,
+    instructions: u64,
+}
+
+pub struct LibreChat {
+    cfg: Config,
+    agents: HashMap<String, AgentState>,
+    last_budget: Option<Budget>,
+}
+
+impl LibreChat {
+    pub fn new(cfg: Config) -> LibreChat {
+        LibreChat {
+            cfg,
+            agents: HashMap::new(),
+            last_budget: None,
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// Drop ranges over `[floor, cut)` that leave pinned messages in place.
+fn drop_ranges(pinned: &[usize], floor: usize, cut: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = floor;
+    for &p in pinned.iter().filter(|&&p| p >= floor && p < cut) {
+        if p > start {
+            out.push((start, p));
+        }
+        start = p + 1;
+    }
+    if cut > start {
+        out.push((start, cut));
+    }
+    out
+}
+
+impl Strategy for LibreChat {
+    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
+        let cfg = &self.cfg;
+        let st = self.agents.entry(call.agent().to_string()).or_default();
+        let overhead = call.overhead_tokens();
+        if call.prev_recorded_input_tokens() > 0 && call.prev_raw_tokens() > 0 {
+            st.calibration.update(
+                call.prev_recorded_input_tokens(),
+                call.prev_raw_tokens(),
+                overhead,
+            );
+        }
+        let ratio = st.calibration.ratio;
+        let instructions = st.calibration.instruction_tokens(overhead);
+        let max_context = call.budget().context_window;
+        let reserve = if cfg.reserve_ratio > 0.0 && cfg.reserve_ratio < 1.0 {
+            (max_context as f64 * cfg.reserve_ratio).round() as u64
+        } else {
+            0
+        };
+        let pruning_budget = max_context - reserve.min(max_context);
+        let effective = pruning_budget.saturating_sub(instructions);
+        let raw_messages = call.context_tokens().saturating_sub(overhead);
+        let calibrated = (raw_messages as f64 * ratio).round() as u64;
+        let pressure = if pruning_budget > 0 {
+            calibrated as f64 / pruning_budget as f64
+        } else {
+            0.0
+        };
+        out.gauge("pressure", pressure);
+        out.gauge("calibration_ratio", ratio);
+        self.last_budget = Some(Budget {
+            max_context,
+            pruning_budget,
+            instructions,
+        });
+        if instructions != overhead && st.announced_instructions != Some(instructions) {
+            st.announced_instructions = Some(instructions);
+            out.event(
+                EventKind::Note,
+                "instruction_overhead_calibrated",
+                format!(
+                    "instruction tokens {} from provider feedback instead of the estimate {} \
+                     (variance > 15%)",
+                    fmt_tokens(instructions),
+                    fmt_tokens(overhead)
+                ),
+            );
+        }
+        st.index.sync(call);
+        let n = call.len();
+        if n == 0
+            || (pressure < PRESSURE_MASKING
+                && calibrated + instructions <= pruning_budget
+                && !(cfg.enabled && effective == 0))
+        {
+            return Ok(());
+        }
+        let floor = usize::from(call.msg(0).role() == Role::System);
+        let masking = pressure >= PRESSURE_MASKING;
+        let mut stages = Stages {
+            consumed_end: 0,
+            preflight_base: None,
+            pruning: None,
+            emergency: None,
+        };
+        if masking {
+            stages.consumed_end = st.index.last_substantive.unwrap_or(0);
+            if cfg.enabled {
+                let raw_effective = (effective as f64 / ratio).round() as u64;
+                stages.preflight_base = (raw_effective > 0).then_some(raw_effective);
+            } else {
+                let base = ((effective as f64 * band_factor(pressure)).floor() as u64).max(1024);
+                stages.preflight_base = Some(base);
+                if cfg.pruning.enabled {
+                    let first_user = st.index.first_user.unwrap_or(n);
+                    let protected = protected_from(call, cfg.pruning.keep_last_assistants);
+                    stages.pruning = Some((first_user, protected));
+                }
+            }
+        }
+        let all_to_refine = cfg.enabled && effective == 0;
+        let mut pipe = Pipeline {
+            call,
+            cfg,
+            index: &st.index,
+            stages,
+        };
+        let raw_budget = (pruning_budget as f64 / ratio).round() as u64;
+        let raw_instructions = (instructions as f64 / ratio).round() as u64;
+        let mut cut = if all_to_refine {
+            n
+        } else {
+            pipe.fit(floor, raw_budget.saturating_sub(raw_instructions))
+        };
+        let (repaired, mut orphans) = repair_orphans(call, cut);
+        cut = repaired;
+        let refine = cut - floor;
+        let mut notes: Vec<(EventKind, &str, String)> = Vec::new();
+        if !all_to_refine && cut == n && effective > 0 {
+            if cfg.enabled {
+                let before = pipe.stages.preflight_base;
+                pipe.stages.preflight_base = Some(effective.max(1024));
+                let (c, o) = repair_orphans(call, pipe.fit(floor, pruning_budget - instructions));
+                if c < n {
+                    cut = c;
+                    orphans = o;
+                    notes.push((
+                        EventKind::Warn,
+                        "fallback_fading",
+                        "no message fit the budget: pressure-band fading applied as the fallback"
+                            .to_string(),
+                    ));
+                } else {
+                    pipe.stages.preflight_base = before;
+                }
+            }
+            if cut == n {
+                let cap = ((effective / n as u64) * 4).max(200);
+                pipe.stages.emergency = Some(cap);
+                let (c, o) = repair_orphans(call, pipe.fit(floor, pruning_budget - instructions));
+                cut = c;
+                orphans = o;
+                notes.push((
+                    EventKind::Warn,
+                    "emergency_truncation",
+                    format!(
+                        "empty context after pruning: every tool result and input cut to {} chars \
+                         ({} effective tokens over {} messages){}",
+                        fmt_tokens(cap),
+                        fmt_tokens(effective),
+                        fmt_tokens(n as u64),
+                        if cut == n { "; still nothing fits" } else { "" }
+                    ),
+                ));
+            }
+        }
+
+        if cfg.enabled && refine > 0 {
+            let count = n - floor - usize::from(n > floor && call.msg(floor).is_summary());
+            if st.summarized_at_count == Some(count) {
+                out.event(
+                    EventKind::Suppressed,
+                    "skip_summarization",
+                    format!(
+                        "shouldSkipSummarization: message count {} unchanged since the last summary",
+                        fmt_tokens(count as u64)
+                    ),
+                );
+            } else {
+                let pre_prune = calibrated;
+                let remaining = max_context as i128 - pre_prune as i128;
+                let fire = match cfg.trigger {
+                    None => true,
+                    Some(Trigger::TokenRatio(v)) => {
+                        max_context == 0 || 1.0 - remaining as f64 / max_context as f64 >= v
+                    }
+                    Some(Trigger::RemainingTokens(v)) => remaining <= v as i128,
+                    Some(Trigger::MessagesToRefine(v)) => refine as u64 >= v,
+                };
+                if fire {
+                    summarize_all(call, cfg, floor, &st.index.pinned, refine, pressure, out);
+                    st.summarized_at_count = Some(count);
+                    st.index = Index::default();
+                    return Ok(());
+                }
+                out.event(
+                    EventKind::Note,
+                    "trigger_not_met",
+                    format!(
+                        "{} messages to refine, trigger {} not met: pruned for this call without \
+                         a summary",
+                        fmt_tokens(refine as u64),
+                        trigger_text(cfg.trigger)
+                    ),
+                );
+            }
+        }
+
+        // Ops for this call: drops of the pruned prefix, then the edits of what is kept.
+        let mut edits: Vec<(usize, Edit)> = (cut..n)
+            .filter_map(|i| pipe.edit(i, EMERGENCY).map(|e| (i, e)))
+            .collect();
+        let mut drops = drop_ranges(&st.index.pinned, floor, cut);
+        if drops.len() + edits.len() > MAX_OPS {
+            let room = MAX_OPS.saturating_sub(drops.len() + 1);
+            let extra_from = edits[edits.len() - room].0;
+            let (c, o) = repair_orphans(call, extra_from);
+            orphans += o;
+            notes.push((
+                EventKind::Warn,
+                "op_limit",
+                format!(
+                    "ctxlab's limit of {MAX_OPS} ops per call: {} more messages dropped than \
+                     LibreChat would",
+                    fmt_tokens((c - cut) as u64)
+                ),
+            ));
+            cut = c;
+            edits.retain(|(i, _)| *i >= cut);
+            drops = drop_ranges(&st.index.pinned, floor, cut);
+        }
+
+        stage_events(&pipe, cut, overhead, out);
+        if orphans > 0 {
+            out.event(
+                EventKind::Note,
+                "orphan_repair",
+                format!(
+                    "{} tool results whose tool calls were pruned dropped with them",
+                    fmt_tokens(orphans as u64)
+                ),
+            );
+        }
+        for (kind, code, msg) in notes {
+            out.event(kind, code, msg);
+        }
+        if cut > floor {
+            let kept: u64 = (cut..n).map(|i| pipe.tokens(i, EMERGENCY)).sum();
+            out.event_tokens(
+                EventKind::Truncation,
+                "pruning",
+                format!(
+                    "getMessagesWithinTokenLimit: {} oldest messages pruned for this call{} \
+                     (pressure {}, pruningBudget {})",
+                    fmt_tokens((cut - floor) as u64),
+                    if cfg.enabled {
+                        ""
+                    } else {
+                        ", lost (no summary)"
+                    },
+                    pct(pressure),
+                    fmt_tokens(pruning_budget)
+                ),
+                call.context_tokens(),
+                overhead + kept + call.tokens_in(0..floor),
+            );
+        }
+        for (s, e) in drops {
+            out.drop_range(s..e, Scope::ThisCall);
+        }
+        for (i, e) in edits {
+            let kind = match e {
+                Edit::Truncate { head, tail, marker } => OpKind::Truncate { head, tail, marker },
+                Edit::Clear { placeholder } => OpKind::Mask { placeholder },
+            };
+            out.op(kind, Scope::ThisCall, i..i + 1);
+        }
+        Ok(())
+    }
+
+    fn thresholds(&self) -> Vec<Threshold> {
+        let Some(b) = self.last_budget else {
+            return Vec::new();
+        };
+        let mut out = vec![
+            Threshold {
+                kind: ThresholdKind::Warn,
+                line: Line::Occupancy,
+                tokens: (b.pruning_budget as f64 * PRESSURE_MASKING) as u64 + b.instructions,
+                label: "observation masking (80% of pruningBudget)".into(),
+            },
+            Threshold {
+                kind: ThresholdKind::Cutover,
+                line: Line::Occupancy,
+                tokens: b.pruning_budget,
+                label: "pruningBudget = maxContextTokens × (1 − reserveRatio)".into(),
+            },
+        ];
+        if self.cfg.enabled {
+            let tokens = match self.cfg.trigger {
+                Some(Trigger::TokenRatio(v)) => Some((b.max_context as f64 * v) as u64),
+                Some(Trigger::RemainingTokens(v)) => Some(b.max_context.saturating_sub(v)),
+                _ => None,
+            };
+            if let Some(tokens) = tokens {
+                out.push(Threshold {
+                    kind: ThresholdKind::Trigger,
+                    line: Line::Occupancy,
+                    tokens,
+                    label: format!("summarization trigger {}", trigger_text(self.cfg.trigger)),
+                });
+            }
+        }
+        out
+    }
+
+    fn export(&self, _format: &str) -> Result<String, String> {
+        Err("export goes through the factory (lib.rs)".into())
+    }
+}
+
+fn trigger_text(t: Option<Trigger>) -> String {
+    match t {
+        None => "unset (any pruned message)".into(),
+        Some(Trigger::TokenRatio(v)) => format!("token_ratio ≥ {v}"),
+        Some(Trigger::RemainingTokens(v)) => format!("remaining_tokens ≤ {}", fmt_tokens(v)),
+        Some(Trigger::MessagesToRefine(v)) => format!("messages_to_refine ≥ {}", fmt_tokens(v)),
+    }
+}
+
+/// Full compaction: the whole conversation (the un-masked originals) goes to the summarizer, the
+/// state is wiped and the summary comes back as one user message. Pinned messages (a host
+/// notion LibreChat does not have) stay in place, which splits the summary around them.
+fn summarize_all(
+    call: &Call<'_>,
+    cfg: &Config,
+    floor: usize,
+    pinned: &[usize],
+    refine: usize,
+    pressure: f64,
+    out: &mut Decision,
+) {
+    let n = call.len();
+    let segments = drop_ranges(pinned, floor, n);
+    let before = call.context_tokens();
+    let summary = cfg.max_summary_tokens.min(call.tokens_in(floor..n));
+    out.event_tokens(
+        EventKind::Compaction,
+        "summarization",
+        format!(
+            "full compaction: {} messages to refine at pressure {}, trigger {}; the whole \
+             conversation ({} messages) summarized into one user message (maxSummaryTokens {})",
+            fmt_tokens(refine as u64),
+            pct(pressure),
+            trigger_text(cfg.trigger),
+            fmt_tokens((n - floor) as u64),
+            fmt_tokens(cfg.max_summary_tokens)
+        ),
+        before,
+        before - call.tokens_in(floor..n) + summary,
+    );
+    if segments.len() > 1 {
+        out.event(
+            EventKind::Warn,
+            "pinned_kept",
+            "pinned messages stay in place: the summary is split around them (LibreChat has no \
+             pinning and would summarize them too)",
+        );
+    }
+    for (s, e) in segments {
+        out.op(
+            OpKind::Summarize {
+                role: Role::User,
+                max_tokens: cfg.max_summary_tokens,
+                summarizer_input_tokens: call.overhead_tokens() + call.tokens_in(s..e),
+                text: String::new(),
+            },
+            Scope::Persistent,
+            s..e,
+        );
+    }
+}
+
+/// One event per stage that changed what this call sends, with the kept messages' tokens before
+/// and after that stage.
+fn stage_events(pipe: &Pipeline<'_, '_>, cut: usize, overhead: u64, out: &mut Decision) {
+    let n = pipe.call.len();
+    let mut totals = [0u64; 5];
+    let mut counts = [0usize; 5];
+    for i in cut..n {
+        let mut prev = pipe.call.msg(i).tokens();
+        totals[0] += prev;
+        for stage in MASKING..=EMERGENCY {
+            let t = pipe.tokens(i, stage);
+            totals[stage as usize] += t;
+            if t < prev {
+                counts[stage as usize] += 1;
+            }
+            prev = t;
+        }
+    }
+    let s = &pipe.stages;
+    let named = [
+        (
+            MASKING,
+            "observation_masking",
+            "consumed tool results masked to ~300-char head+tail",
+        ),
+        (
+            PREFLIGHT,
+            if pipe.cfg.enabled {
+                "fit_to_budget"
+            } else {
+                "context_fading"
+            },
+            if pipe.cfg.enabled {
+                "oversized results/inputs cut to 30% of the effective budget (recency-weighted)"
+            } else {
+                "tool results/inputs faded by the pressure band (recency-weighted)"
+            },
+        ),
+        (
+            CONTEXT_PRUNING,
+            "context_pruning",
+            "old tool results soft-trimmed or hard-cleared by position",
+        ),
+        (
+            EMERGENCY,
+            "emergency_truncation",
+            "messages cut for the emergency retry",
+        ),
+    ];
+    for (stage, code, what) in named {
+        let k = stage as usize;
+        if counts[k] == 0 {
+            continue;
+        }
+        let detail = match stage {
+            PREFLIGHT => s
+                .preflight_base
+                .map(|b| format!(" (base {} tokens)", fmt_tokens(b)))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        out.event_tokens(
+            EventKind::Truncation,
+            code,
+            format!("{}: {what}{detail}", fmt_tokens(counts[k] as u64)),
+            overhead + totals[k - 1],
+            overhead + totals[k],
+        );
+    }
+}
