@@ -34,6 +34,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Invalid(String),
+    /// Long work (a replay) stopped because the user cancelled it.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl Error {
@@ -46,6 +49,7 @@ impl Error {
             Error::Plugin { .. } => "plugin",
             Error::Replay { .. } => "replay",
             Error::Invalid(_) => "invalid",
+            Error::Cancelled => "cancelled",
         }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {

@@ -3,49 +3,326 @@
 //!
 //! Code map:
 //! - `feed`: the walk over a session's calls that says what reached each agent, and when the log
-//!   compacted it; the recorded context and every replay start from it.
+//!   compacted it; the recorded context and every replay start from it;
+//! - `context`: one agent's working context, the host-owned view array and its indexes;
+//! - `validate`: host-side checks of a decision and the effect of each edit;
+//! - `summarizer`: the simulated summarizer;
+//! - `facts`: fact extraction for needed-fact recall;
+//! - `pricing`: the model table (windows, prices) from `data/models.toml`;
+//! - `metrics`: every figure of a run, and the prompt-cache model;
+//! - `engine`: the loop.
 
+mod context;
+mod engine;
+mod facts;
 mod feed;
+pub mod metrics;
+pub mod pricing;
+mod summarizer;
+mod validate;
 
-use crate::model::{MsgIdx, Session};
-use crate::tokens::TokenCounter;
-use feed::{Feed, Step};
+pub use metrics::{
+    Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall, RecordedMetrics, Sample,
+};
+pub use pricing::{CacheTtl, ModelInfo, ModelTable};
+pub use summarizer::SummarizerModel;
+pub use validate::MAX_OPS;
+
+use crate::error::{Error, Result};
+use crate::model::{AgentIdx, MsgIdx, Role, Session};
+use crate::plugin_host::StrategyEntry;
+use crate::tokens::{Calibration, TokenCounter};
+use ctxlab_plugin_api::{fmt_tokens, EventKind, Threshold};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Ids of the strategies built into the engine.
+pub const BASELINES: &[&str] = &["none", "recorded"];
+
+/// The budget of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    pub context_window: u64,
+    pub max_output: u64,
+    /// Tokens a strategy keeps free besides the output (its safety margin).
+    pub reserve: u64,
+}
+
+impl Budget {
+    /// The budget of a model in the table: its window and maximum output, no reserve.
+    pub fn of(model: &ModelInfo) -> Budget {
+        Budget {
+            context_window: model.context_window,
+            max_output: model.max_output,
+            reserve: 0,
+        }
+    }
+}
+
+/// What to replay a session through.
+#[derive(Debug, Clone)]
+pub enum StrategySpec {
+    /// No compaction: the full history at every call (it may overflow the window).
+    None,
+    /// The log's own compactions, applied where it recorded them.
+    Recorded,
+    /// A plugin strategy with these parameters (a JSON object; defaults fill the rest).
+    Plugin {
+        entry: StrategyEntry,
+        params: serde_json::Value,
+    },
+}
+
+impl StrategySpec {
+    /// `none`, `recorded`, or the plugin strategy's id.
+    pub fn id(&self) -> &str {
+        match self {
+            StrategySpec::None => "none",
+            StrategySpec::Recorded => "recorded",
+            StrategySpec::Plugin { entry, .. } => &entry.meta.id,
+        }
+    }
+}
+
+/// How to run a replay. `ReplayOptions::new(counter)` gives the defaults.
+pub struct ReplayOptions<'a> {
+    pub counter: Arc<dyn TokenCounter>,
+    /// `None`: from the model table, by the session's model.
+    pub budget: Option<Budget>,
+    /// Per-agent overhead and ratio (`tokens::calibrate_session`); `None`: counts taken as they are.
+    pub calibration: Option<Calibration>,
+    pub summarizer: SummarizerModel,
+    /// Windows and prices.
+    pub models: ModelTable,
+    pub cache_ttl: CacheTtl,
+    /// Stop after this call (index into `Session::calls`) and report what it kept.
+    pub stop_at_call: Option<usize>,
+    /// Checked every 1,024 calls; when set the run ends with `Error::Cancelled`.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Called with (calls done, calls in the session) every 1,024 calls and at the end.
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+}
+
+impl<'a> ReplayOptions<'a> {
+    pub fn new(counter: Arc<dyn TokenCounter>) -> ReplayOptions<'a> {
+        ReplayOptions {
+            counter,
+            budget: None,
+            calibration: None,
+            summarizer: SummarizerModel::default(),
+            models: ModelTable::builtin(),
+            cache_ttl: CacheTtl::default(),
+            stop_at_call: None,
+            cancel: None,
+            progress: None,
+        }
+    }
+}
+
+/// Something that happened at a call: a strategy's event, or a compaction the engine applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    pub call: usize,
+    pub agent: AgentIdx,
+    pub kind: EventKind,
+    pub code: String,
+    pub message: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// One value of a strategy's named series (LibreChat's pressure, phi-core's own estimate).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GaugePoint {
+    pub call: usize,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptState {
+    Verbatim,
+    /// Truncated, masked or offloaded (by this call or earlier).
+    Edited,
+    /// A summary standing for `replaces` messages (earlier ones: 0).
+    Summary,
+    /// In the history but not sent: dropped by this call's decision.
+    Dropped,
+}
+
+/// One message of the context a call sent (`Run::kept`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptMessage {
+    /// The session's message; `None` for a summary the replay wrote.
+    pub message: Option<MsgIdx>,
+    pub role: Role,
+    pub tokens: u64,
+    pub state: KeptState,
+    pub replaces: u32,
+}
+
+/// A finished replay: everything the CLI, the charts and the library store need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// `none`, `recorded` or the plugin strategy's id.
+    pub strategy: String,
+    /// `name version` of the plugin.
+    pub plugin: Option<String>,
+    pub params: serde_json::Value,
+    pub session: String,
+    pub counter: String,
+    pub budget: Budget,
+    /// The model the budget and prices were taken from.
+    pub model: Option<String>,
+    pub calibrated: bool,
+    pub summarizer: SummarizerModel,
+    pub cache_ttl: CacheTtl,
+    /// Agent ids, by `AgentIdx`.
+    pub agents: Vec<String>,
+    pub samples: Vec<Sample>,
+    pub compactions: Vec<Compaction>,
+    pub events: Vec<RunEvent>,
+    pub gauges: BTreeMap<String, Vec<GaugePoint>>,
+    pub thresholds: Vec<Threshold>,
+    pub metrics: Metrics,
+    /// The log's own figures for the calls that recorded usage, beside the replay's.
+    pub recorded: Option<RecordedMetrics>,
+    /// With `stop_at_call`: the call, and what its context held.
+    pub stopped_at: Option<usize>,
+    pub kept: Vec<KeptMessage>,
+}
+
+/// The session's model: the first one a call or agent names.
+pub fn session_model(session: &Session) -> Option<&str> {
+    session
+        .calls
+        .iter()
+        .find_map(|c| c.model.as_deref())
+        .or_else(|| session.agents.iter().find_map(|a| a.model.as_deref()))
+}
+
+/// The run's budget: the one given, else the session model's from the table.
+pub fn resolve_budget(
+    session: &Session,
+    given: Option<Budget>,
+    models: &ModelTable,
+) -> Result<Budget> {
+    if let Some(b) = given {
+        if b.context_window == 0 {
+            return Err(Error::Invalid(
+                "the context window must be more than 0 tokens".into(),
+            ));
+        }
+        return Ok(b);
+    }
+    match session_model(session) {
+        Some(m) => models.find(m).map(Budget::of).ok_or_else(|| {
+            Error::Invalid(format!(
+                "the model {m} is not in the model table{}; pass the budget (--window N --max-output N) or add the model to models.toml",
+                models.path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default()
+            ))
+        }),
+        None => Err(Error::Invalid(
+            "the log names no model, so its context window is unknown; pass the budget (--window N --max-output N)".into(),
+        )),
+    }
+}
+
+/// Replays `session` through `strategy`.
+pub fn run(session: &Session, strategy: StrategySpec, opts: &ReplayOptions<'_>) -> Result<Run> {
+    if session.usage_only && !session.calls.is_empty() {
+        return Err(Error::Invalid(format!(
+            "session {} holds token counts but no message text (a usage-only log): it can be charted but not replayed",
+            session.id
+        )));
+    }
+    let budget = resolve_budget(session, opts.budget, &opts.models)?;
+    let (label, plugin, params, mut instance) = match &strategy {
+        StrategySpec::None | StrategySpec::Recorded => (
+            strategy.id().to_string(),
+            None,
+            serde_json::Value::Null,
+            None,
+        ),
+        StrategySpec::Plugin { entry, params } => {
+            let m = &entry.meta;
+            (
+                format!("{} ({})", m.id, m.plugin),
+                Some(format!("{} {}", m.plugin, m.plugin_version)),
+                params.clone(),
+                Some(entry.create(params)?),
+            )
+        }
+    };
+    let thresholds = instance
+        .as_mut()
+        .map(|i| i.thresholds())
+        .unwrap_or_default();
+    let recorded = matches!(strategy, StrategySpec::Recorded);
+    let engine = engine::Engine::new(session, engine::Setup::of(opts), label, recorded, budget);
+    let (samples, compactions, events, gauges, metrics, recorded_metrics, kept) =
+        engine.run(instance)?;
+    Ok(Run {
+        strategy: strategy.id().to_string(),
+        plugin,
+        params,
+        session: session.id.clone(),
+        counter: opts.counter.name().to_string(),
+        budget,
+        model: session_model(session).map(String::from),
+        calibrated: opts.calibration.is_some(),
+        summarizer: opts.summarizer,
+        cache_ttl: opts.cache_ttl,
+        agents: session.agents.iter().map(|a| a.id.clone()).collect(),
+        samples,
+        compactions,
+        events,
+        gauges,
+        thresholds,
+        metrics,
+        recorded: recorded_metrics,
+        stopped_at: opts.stop_at_call.filter(|&c| c < session.calls.len()),
+        kept: kept.unwrap_or_default(),
+    })
+}
 
 /// Raw counted tokens (no overhead, no calibration) of each call's context as the log recorded it:
 /// the agent's messages among `messages[..context_end]`, with the log's own compactions applied
 /// (the history before the boundary replaced by the summary and the messages kept verbatim).
+/// It is the `raw_tokens` series of the `recorded` baseline, uncalibrated.
 /// `None` for every call of a usage-only session: there is no text to count.
 pub fn recorded_raw_tokens(session: &Session, counter: &dyn TokenCounter) -> Vec<Option<u64>> {
     if session.usage_only {
         return vec![None; session.calls.len()];
     }
-    let mut feed = Feed::new(session);
-    // Per agent: (message, tokens) of its current context, and their sum.
-    let mut context: Vec<Vec<(MsgIdx, u64)>> = vec![Vec::new(); session.agents.len()];
-    let mut totals = vec![0u64; session.agents.len()];
-    let mut out = Vec::with_capacity(session.calls.len());
-    for call in &session.calls {
-        let a = call.agent;
-        if a >= context.len() {
-            out.push(None);
-            continue;
-        }
-        let (ctx, total) = (&mut context[a], &mut totals[a]);
-        feed.advance(call, |step| match step {
-            Step::Append(m) => {
-                let t = counter.count_message(&session.messages[m]);
-                ctx.push((m, t));
-                *total += t;
-            }
-            Step::Compaction(c) => {
-                let keep = recorded_keep(session, c);
-                ctx.retain(|&(m, _)| keep(m));
-                *total = ctx.iter().map(|&(_, t)| t).sum();
-            }
-        });
-        out.push(Some(*total));
+    let models = ModelTable {
+        models: Vec::new(),
+        path: None,
+    };
+    let setup = engine::Setup {
+        counter,
+        calibration: None,
+        summarizer: SummarizerModel::default(),
+        models: &models,
+        cache_ttl: CacheTtl::default(),
+        stop_at_call: None,
+        cancel: None,
+        progress: None,
+    };
+    // The budget only shapes what a strategy is told; the baseline asks nothing.
+    let budget = Budget {
+        context_window: u64::MAX,
+        max_output: 0,
+        reserve: 0,
+    };
+    match engine::Engine::new(session, setup, "recorded".into(), true, budget).run(None) {
+        Ok(parts) => parts.0.iter().map(|s| Some(s.raw_tokens)).collect(),
+        // The baseline asks no strategy and cancels nothing: the only failure is a call naming an
+        // agent the session lacks, whose context cannot be counted.
+        Err(_) => vec![None; session.calls.len()],
     }
-    out
 }
 
 /// Which messages of the agent's context survive a recorded compaction: the summary and the

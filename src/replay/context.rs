@@ -1,0 +1,645 @@
+//! One agent's working context during a replay: the host-owned `MessageView` array handed to the
+//! strategy, the entries behind it, and the indexes that keep per-call work independent of the
+//! history's length (token prefix sums, pinned prefix counts, tool-pair spans, fact occurrences).
+//!
+//! Invariants:
+//! - `entries[i]` and `views[i]` describe the same message; views point into the session (text
+//!   of single-part messages, tool ids) or into the entry's own boxed text, which never moves;
+//! - `entries[i].key` increases with `i` (a summary takes the key of the first message it
+//!   replaces), so a position range maps to a key range;
+//! - `prefix`, `pinned` and `pairs` are valid for every position; a persistent edit rebuilds them
+//!   from the first position it touched, appends extend them.
+
+use super::facts::{FactId, Facts};
+use crate::model::{Message, MsgIdx, Part, Role, Session};
+use ctxlab_plugin_api::abi::*;
+use std::collections::HashMap;
+
+pub(crate) struct Entry {
+    /// Order key, increasing with position.
+    pub key: u64,
+    /// The session message this entry shows; `None` for a summary the replay created.
+    pub msg: Option<MsgIdx>,
+    /// Facts the model sees verbatim in this entry.
+    pub facts: Box<[FactId]>,
+    /// Summaries: facts of everything they replaced (what a perfect summary would keep).
+    pub covered: Box<[FactId]>,
+    /// Text owned by the replay (flattened multi-part messages, edits, summaries).
+    text: Option<Box<str>>,
+    tools: Box<[ToolView]>,
+    /// Keys of the entries holding the other side of this entry's tool calls/results.
+    partners: Vec<u64>,
+}
+
+/// One agent's context.
+pub(crate) struct Context {
+    pub entries: Vec<Entry>,
+    pub views: Vec<MessageView>,
+    /// `prefix[i]` = tokens of `views[..i]`.
+    prefix: Vec<u64>,
+    /// `pinned[i]` = pinned messages among `views[..i]`.
+    pinned: Vec<u32>,
+    pairs: SpanTree,
+    /// Tool call id → key of the entry that made the call.
+    tool_calls: HashMap<Box<str>, u64>,
+    /// Fact → keys (ascending) of the entries that hold it verbatim.
+    pub occurrences: HashMap<FactId, Vec<u64>>,
+    /// Fact → keys (ascending) of the summaries that cover it.
+    pub covered_by: HashMap<FactId, Vec<u64>>,
+    next_key: u64,
+    /// The agent's requests so far and whether its last message was from the assistant.
+    pub requests: u32,
+    awaiting_request: bool,
+    pub assistant_turns: u64,
+}
+
+/// What replaces a range of positions in a persistent edit.
+pub(crate) enum Replacement {
+    /// Removed: nothing replaces the range.
+    Nothing,
+    /// One summary message.
+    Summary {
+        role: Role,
+        text: String,
+        tokens: u64,
+    },
+    /// Each message in the range gets new text (same position, same key).
+    Texts(Vec<(String, u64)>),
+    /// Only flags change.
+    Flags { set: u32, clear: u32 },
+}
+
+fn role_abi(r: Role) -> u32 {
+    match r {
+        Role::System => ROLE_SYSTEM,
+        Role::User => ROLE_USER,
+        Role::Assistant => ROLE_ASSISTANT,
+        Role::Tool => ROLE_TOOL,
+    }
+}
+
+pub(crate) fn model_role(r: u32) -> Role {
+    match r {
+        ROLE_SYSTEM => Role::System,
+        ROLE_USER => Role::User,
+        ROLE_ASSISTANT => Role::Assistant,
+        _ => Role::Tool,
+    }
+}
+
+pub(crate) fn sdk_role(r: ctxlab_plugin_api::Role) -> Role {
+    match r {
+        ctxlab_plugin_api::Role::System => Role::System,
+        ctxlab_plugin_api::Role::User => Role::User,
+        ctxlab_plugin_api::Role::Assistant => Role::Assistant,
+        ctxlab_plugin_api::Role::Tool => Role::Tool,
+    }
+}
+
+/// Everything the model sees of a message as one text; borrowed when it is a single part.
+pub(crate) fn message_text(m: &Message) -> std::borrow::Cow<'_, str> {
+    let texts = m.parts.iter().filter_map(|p| match p {
+        Part::Text { text } | Part::Thinking { text } => Some(text.as_str()),
+        Part::ToolCall { args, .. } => Some(args.as_str()),
+        Part::ToolResult { content, .. } => Some(content.as_str()),
+        Part::Image { .. } => None,
+    });
+    let mut it = texts.clone();
+    match (it.next(), it.next()) {
+        (None, _) => "".into(),
+        (Some(one), None) => one.into(),
+        _ => texts.collect::<Vec<_>>().join("\n").into(),
+    }
+}
+
+impl Context {
+    pub(crate) fn new() -> Context {
+        Context {
+            entries: Vec::new(),
+            views: Vec::new(),
+            prefix: vec![0],
+            pinned: vec![0],
+            pairs: SpanTree::default(),
+            tool_calls: HashMap::new(),
+            occurrences: HashMap::new(),
+            covered_by: HashMap::new(),
+            next_key: 1,
+            requests: 0,
+            awaiting_request: true,
+            assistant_turns: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.views.len()
+    }
+
+    /// Tokens of the messages in positions `[s, e)`.
+    pub(crate) fn tokens_in(&self, s: usize, e: usize) -> u64 {
+        self.prefix[e] - self.prefix[s]
+    }
+
+    pub(crate) fn total_tokens(&self) -> u64 {
+        self.prefix[self.len()]
+    }
+
+    pub(crate) fn pinned_in(&self, s: usize, e: usize) -> u32 {
+        self.pinned[e] - self.pinned[s]
+    }
+
+    /// True when removing or replacing `[s, e)` would separate a tool call from its result.
+    pub(crate) fn splits_pair(&self, s: usize, e: usize) -> bool {
+        let (lo, hi) = self.pairs.query(s, e);
+        lo < self.entries[s].key || hi > self.entries[e - 1].key
+    }
+
+    /// Tool pairs that removing `[s, e)` separates (recorded compactions are measured, not refused).
+    pub(crate) fn split_pairs_in(&self, s: usize, e: usize) -> u64 {
+        let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
+        self.entries[s..e]
+            .iter()
+            .map(|en| en.partners.iter().filter(|&&p| p < k0 || p > k1).count() as u64)
+            .sum()
+    }
+
+    /// Position of the entry with this key.
+    pub(crate) fn position(&self, key: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&key, |e| e.key).ok()
+    }
+
+    /// Appends a message that reached the agent. `tokens` is its count with the run's counter.
+    /// `text` is `message_text` of the message, `facts` its facts.
+    pub(crate) fn append(
+        &mut self,
+        session: &Session,
+        idx: MsgIdx,
+        id: u64,
+        tokens: u64,
+        text: std::borrow::Cow<'_, str>,
+        facts: Box<[FactId]>,
+    ) {
+        let m = &session.messages[idx];
+        let key = self.next_key;
+        self.next_key += 1;
+        let chars = text.chars().count() as u64;
+        // A borrowed text points into the session, which outlives the run; an owned one is boxed
+        // and kept by the entry.
+        let (owned, text_ref): (Option<Box<str>>, StrRef) = match text {
+            std::borrow::Cow::Owned(s) => {
+                let b = s.into_boxed_str();
+                let r = StrRef::new(&b);
+                (Some(b), r)
+            }
+            std::borrow::Cow::Borrowed(s) => (None, StrRef::new(s)),
+        };
+        let mut flags = 0u32;
+        let mut partners = Vec::new();
+        let mut tools = Vec::new();
+        let mut images = 0u32;
+        let mut image_bytes = 0u64;
+        let mut has_text = false;
+        for p in &m.parts {
+            match p {
+                Part::ToolCall { id, name, args } => {
+                    flags |= FLAG_TOOL_CALL;
+                    tools.push(ToolView {
+                        id: StrRef::new(id),
+                        name: StrRef::new(name),
+                        body: StrRef::new(args),
+                        is_result: 0,
+                        is_error: 0,
+                    });
+                    self.tool_calls.insert(id.as_str().into(), key);
+                }
+                Part::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                } => {
+                    flags |= FLAG_TOOL_RESULT;
+                    if *is_error {
+                        flags |= FLAG_ERROR;
+                    }
+                    tools.push(ToolView {
+                        id: StrRef::new(call_id),
+                        name: StrRef::EMPTY,
+                        body: StrRef::new(content),
+                        is_result: 1,
+                        is_error: *is_error as u8,
+                    });
+                    if let Some(&call_key) = self.tool_calls.get(call_id.as_str()) {
+                        partners.push(call_key);
+                        if let Some(cp) = self.position(call_key) {
+                            let e = &mut self.entries[cp];
+                            e.partners.push(key);
+                            let (lo, hi) = span(e.key, &e.partners);
+                            self.pairs.set(cp, lo, hi);
+                        }
+                    }
+                }
+                Part::Image { bytes, .. } => {
+                    flags |= FLAG_IMAGE;
+                    images += 1;
+                    image_bytes += bytes;
+                }
+                Part::Text { .. } => has_text = true,
+                Part::Thinking { .. } => {}
+            }
+        }
+        if m.flags.pinned {
+            flags |= FLAG_PINNED;
+        }
+        if m.flags.is_summary {
+            flags |= FLAG_SUMMARY;
+        }
+        if m.flags.injected {
+            flags |= FLAG_INJECTED;
+        }
+        match m.role {
+            Role::Assistant => {
+                self.assistant_turns += 1;
+                self.awaiting_request = true;
+            }
+            Role::User if has_text && !m.flags.injected && self.awaiting_request => {
+                flags |= FLAG_REQUEST;
+                self.requests += 1;
+                self.awaiting_request = false;
+            }
+            _ => {}
+        }
+        // Tool names of results come from their calls.
+        for t in tools.iter_mut().filter(|t| t.is_result == 1) {
+            let call_id = unsafe { t.id.as_str() };
+            if let Some(name) = self.call_name(session, call_id) {
+                t.name = StrRef::new(name);
+            }
+        }
+        let tools = tools.into_boxed_slice();
+        for &f in facts.iter() {
+            self.occurrences.entry(f).or_default().push(key);
+        }
+        let agent = StrRef::new(&session.agents[m.agent].id);
+        let view = MessageView {
+            id,
+            role: role_abi(m.role),
+            flags,
+            agent,
+            tokens,
+            chars,
+            text: text_ref,
+            tools: tools.as_ptr(),
+            tools_len: tools.len(),
+            images,
+            image_bytes,
+            request: self.requests.saturating_sub(1),
+            timestamp_ms: m.timestamp.unwrap_or(i64::MIN),
+        };
+        let (lo, hi) = span(key, &partners);
+        self.entries.push(Entry {
+            key,
+            msg: Some(idx),
+            facts,
+            covered: Box::default(),
+            text: owned,
+            tools,
+            partners,
+        });
+        self.views.push(view);
+        let n = self.views.len();
+        self.prefix.push(self.prefix[n - 1] + tokens);
+        self.pinned
+            .push(self.pinned[n - 1] + (flags & FLAG_PINNED != 0) as u32);
+        self.pairs.push(lo, hi);
+    }
+
+    /// Name of the tool call `id` of this agent, still in its context.
+    fn call_name<'s>(&self, session: &'s Session, id: &str) -> Option<&'s str> {
+        let key = *self.tool_calls.get(id)?;
+        let idx = self.entries[self.position(key)?].msg?;
+        session.messages[idx].parts.iter().find_map(|p| match p {
+            Part::ToolCall { id: i, name, .. } if i == id => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Replaces positions `[s, e)` per `edit` and rebuilds the indexes from `s`. A summary covers
+    /// the facts the entries it replaces held or covered (the upper bound of recall).
+    pub(crate) fn apply(
+        &mut self,
+        s: usize,
+        e: usize,
+        edit: Replacement,
+        next_id: &mut u64,
+        facts: &mut Facts,
+    ) {
+        match edit {
+            Replacement::Flags { set, clear } => {
+                for v in &mut self.views[s..e] {
+                    v.flags = (v.flags | set) & !clear;
+                }
+                self.rebuild_from(s);
+            }
+            Replacement::Texts(texts) => {
+                for (i, (text, tokens)) in (s..e).zip(texts) {
+                    let key = self.entries[i].key;
+                    let new_facts = facts.extract(&text);
+                    self.unindex_facts(i);
+                    for &f in new_facts.iter() {
+                        insert_sorted(self.occurrences.entry(f).or_default(), key);
+                    }
+                    let entry = &mut self.entries[i];
+                    entry.facts = new_facts;
+                    let text: Box<str> = text.into_boxed_str();
+                    let v = &mut self.views[i];
+                    v.text = StrRef::new(&text);
+                    v.chars = text.chars().count() as u64;
+                    v.tokens = tokens;
+                    v.flags |= FLAG_EDITED;
+                    // Tool ids stay (pairs are intact); their bodies are now the edited text.
+                    let mut tools = entry.tools.to_vec();
+                    for t in &mut tools {
+                        t.body = StrRef::new(&text);
+                    }
+                    entry.tools = tools.into_boxed_slice();
+                    v.tools = entry.tools.as_ptr();
+                    entry.text = Some(text);
+                }
+                self.rebuild_from(s);
+            }
+            Replacement::Nothing => {
+                self.remove(s, e);
+                self.rebuild_from(s);
+            }
+            Replacement::Summary { role, text, tokens } => {
+                let key = self.entries[s].key;
+                let mut covered: Vec<FactId> = Vec::new();
+                for en in &self.entries[s..e] {
+                    covered.extend_from_slice(&en.facts);
+                    covered.extend_from_slice(&en.covered);
+                }
+                covered.sort_unstable();
+                covered.dedup();
+                let agent = self.views[s].agent;
+                let request = self.views[e - 1].request;
+                self.remove(s, e);
+                let own = facts.extract(&text);
+                for &f in own.iter() {
+                    insert_sorted(self.occurrences.entry(f).or_default(), key);
+                }
+                for &f in &covered {
+                    insert_sorted(self.covered_by.entry(f).or_default(), key);
+                }
+                let text: Box<str> = text.into_boxed_str();
+                *next_id += 1;
+                let view = MessageView {
+                    id: *next_id,
+                    role: role_abi(role),
+                    flags: FLAG_SUMMARY,
+                    agent,
+                    tokens,
+                    chars: text.chars().count() as u64,
+                    text: StrRef::new(&text),
+                    tools: std::ptr::null(),
+                    tools_len: 0,
+                    images: 0,
+                    image_bytes: 0,
+                    request,
+                    timestamp_ms: i64::MIN,
+                };
+                self.entries.insert(
+                    s,
+                    Entry {
+                        key,
+                        msg: None,
+                        facts: own,
+                        covered: covered.into_boxed_slice(),
+                        text: Some(text),
+                        tools: Box::default(),
+                        partners: Vec::new(),
+                    },
+                );
+                self.views.insert(s, view);
+                self.rebuild_from(s);
+            }
+        }
+    }
+
+    /// Removes positions `[s, e)` and everything that indexes them; pairs split by the removal
+    /// (recorded compactions may do that) lose their partner so they are not reported twice.
+    fn remove(&mut self, s: usize, e: usize) {
+        let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
+        for i in s..e {
+            self.unindex_facts(i);
+            let covered = std::mem::take(&mut self.entries[i].covered);
+            let key = self.entries[i].key;
+            for f in covered.iter() {
+                remove_sorted(&mut self.covered_by, *f, key);
+            }
+            for t in self.entries[i].tools.iter().filter(|t| t.is_result == 0) {
+                let id = unsafe { t.id.as_str() };
+                if self.tool_calls.get(id) == Some(&key) {
+                    self.tool_calls.remove(id);
+                }
+            }
+        }
+        let outside: Vec<(u64, u64)> = self.entries[s..e]
+            .iter()
+            .flat_map(|en| {
+                en.partners
+                    .iter()
+                    .filter(|&&p| p < k0 || p > k1)
+                    .map(move |&p| (p, en.key))
+            })
+            .collect();
+        self.entries.drain(s..e);
+        self.views.drain(s..e);
+        for (partner, gone) in outside {
+            if let Some(p) = self.position(partner) {
+                self.entries[p].partners.retain(|&k| k != gone);
+            }
+        }
+    }
+
+    fn unindex_facts(&mut self, i: usize) {
+        let key = self.entries[i].key;
+        for &f in self.entries[i].facts.iter() {
+            remove_sorted(&mut self.occurrences, f, key);
+        }
+    }
+
+    /// Recomputes prefix sums, pinned counts and pair spans for positions `p..`.
+    fn rebuild_from(&mut self, p: usize) {
+        let n = self.views.len();
+        self.prefix.truncate(p + 1);
+        self.pinned.truncate(p + 1);
+        for i in p..n {
+            let v = &self.views[i];
+            self.prefix.push(self.prefix[i] + v.tokens);
+            self.pinned
+                .push(self.pinned[i] + (v.flags & FLAG_PINNED != 0) as u32);
+        }
+        let entries = &self.entries;
+        self.pairs
+            .rebuild_from(p, n, |i| span(entries[i].key, &entries[i].partners));
+    }
+
+    /// Text of the entry at position `i` as the model sees it now.
+    pub(crate) fn text(&self, i: usize) -> &str {
+        unsafe { self.views[i].text.as_str() }
+    }
+}
+
+fn span(key: u64, partners: &[u64]) -> (u64, u64) {
+    partners
+        .iter()
+        .fold((key, key), |(lo, hi), &p| (lo.min(p), hi.max(p)))
+}
+
+fn insert_sorted(v: &mut Vec<u64>, key: u64) {
+    match v.last() {
+        Some(&last) if last < key => v.push(key),
+        None => v.push(key),
+        _ => {
+            if let Err(p) = v.binary_search(&key) {
+                v.insert(p, key);
+            }
+        }
+    }
+}
+
+fn remove_sorted(map: &mut HashMap<FactId, Vec<u64>>, f: FactId, key: u64) {
+    if let Some(v) = map.get_mut(&f) {
+        if let Ok(p) = v.binary_search(&key) {
+            v.remove(p);
+        }
+        if v.is_empty() {
+            map.remove(&f);
+        }
+    }
+}
+
+/// Min of `lo` and max of `hi` over position ranges (an iterative segment tree that grows by
+/// doubling), for the tool-pair check of a range in O(log n).
+#[derive(Default)]
+struct SpanTree {
+    /// Leaves: `size..2*size`; `size` is a power of two (0 when empty).
+    size: usize,
+    len: usize,
+    lo: Vec<u64>,
+    hi: Vec<u64>,
+}
+
+impl SpanTree {
+    fn push(&mut self, lo: u64, hi: u64) {
+        if self.len == self.size {
+            let leaves: Vec<(u64, u64)> = (0..self.len)
+                .map(|i| (self.lo[self.size + i], self.hi[self.size + i]))
+                .collect();
+            self.size = (self.size * 2).max(64);
+            self.lo = vec![u64::MAX; 2 * self.size];
+            self.hi = vec![0; 2 * self.size];
+            for (i, (l, h)) in leaves.into_iter().enumerate() {
+                self.lo[self.size + i] = l;
+                self.hi[self.size + i] = h;
+            }
+            for i in (1..self.size).rev() {
+                self.pull(i);
+            }
+        }
+        let i = self.len;
+        self.len += 1;
+        self.set(i, lo, hi);
+    }
+
+    fn pull(&mut self, i: usize) {
+        self.lo[i] = self.lo[2 * i].min(self.lo[2 * i + 1]);
+        self.hi[i] = self.hi[2 * i].max(self.hi[2 * i + 1]);
+    }
+
+    fn set(&mut self, i: usize, lo: u64, hi: u64) {
+        let mut j = self.size + i;
+        self.lo[j] = lo;
+        self.hi[j] = hi;
+        while j > 1 {
+            j /= 2;
+            self.pull(j);
+        }
+    }
+
+    /// Leaves `p..n` from `leaf`, the rest cleared; only the ancestors of changed leaves recomputed.
+    fn rebuild_from(&mut self, p: usize, n: usize, leaf: impl Fn(usize) -> (u64, u64)) {
+        if n > self.size {
+            // Cannot happen (edits never grow the context by more than they remove), but stay total.
+            let all: Vec<(u64, u64)> = (0..n).map(&leaf).collect();
+            *self = SpanTree::default();
+            for (l, h) in all {
+                self.push(l, h);
+            }
+            return;
+        }
+        let old = self.len;
+        for i in p..old.max(n) {
+            let (l, h) = if i < n { leaf(i) } else { (u64::MAX, 0) };
+            self.lo[self.size + i] = l;
+            self.hi[self.size + i] = h;
+        }
+        self.len = n;
+        let (mut a, mut b) = (
+            (self.size + p) / 2,
+            (self.size + old.max(n).max(p + 1) - 1) / 2,
+        );
+        while a >= 1 {
+            for i in a..=b {
+                self.pull(i);
+            }
+            if a == 1 {
+                break;
+            }
+            a /= 2;
+            b /= 2;
+        }
+    }
+
+    fn query(&self, s: usize, e: usize) -> (u64, u64) {
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        let (mut l, mut r) = (s + self.size, e + self.size);
+        while l < r {
+            if l & 1 == 1 {
+                lo = lo.min(self.lo[l]);
+                hi = hi.max(self.hi[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                lo = lo.min(self.lo[r]);
+                hi = hi.max(self.hi[r]);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        (lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn span_tree_answers_range_queries_after_pushes_and_rebuilds() {
+        let mut t = SpanTree::default();
+        let leaves: Vec<(u64, u64)> = (0..200u64).map(|i| (i * 2, i * 2 + 1)).collect();
+        for &(l, h) in &leaves {
+            t.push(l, h);
+        }
+        assert_eq!(t.query(10, 20), (20, 39));
+        t.set(15, 3, 500);
+        assert_eq!(t.query(10, 20), (3, 500));
+        assert_eq!(t.query(16, 20), (32, 39));
+        // Shrink to 100 leaves, the rest rebuilt from position 50.
+        t.rebuild_from(50, 100, |i| (i as u64, i as u64));
+        assert_eq!(t.query(50, 100), (50, 99));
+        assert_eq!(t.query(0, 100).0, 0);
+        assert_eq!(t.query(40, 60), (50, 99));
+    }
+}

@@ -1,0 +1,671 @@
+//! The replay loop (DESIGN §4): for each call in time order, bring the agent's context up to
+//! date, ask the strategy, validate and apply its decision, measure the call.
+//!
+//! Per-call work is proportional to what changed: messages are counted, flattened and scanned
+//! for facts once, when they reach the agent; the strategy sees the context array the host keeps
+//! (no rebuild); token sums, pinned counts and tool-pair spans are prefix or tree indexes that a
+//! persistent edit rebuilds from its first position only.
+
+use super::context::{message_text, model_role, sdk_role, Context, Replacement};
+use super::facts::{FactId, Facts};
+use super::feed::{Feed, Step};
+use super::metrics::{cache_split, Compaction, CompactionKind, Sample, Tally};
+use super::pricing::ModelInfo;
+use super::validate::{self, Plan};
+use super::*;
+use crate::model::{AgentIdx, MsgIdx};
+use crate::plugin_host::{Instance, RawDecision};
+use crate::tokens::Fit;
+use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
+use ctxlab_plugin_api::{EventKind, OpKind, Scope};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+
+/// What one agent carries from one call to the next.
+#[derive(Default)]
+struct AgentState {
+    calls: u64,
+    prev_input: u64,
+    prev_raw: u64,
+    prev_recorded: u64,
+    cumulative: u64,
+    since_compaction: u64,
+    /// Messages appended since the previous call, and requests seen at it.
+    appended: u64,
+    requests_at_prev: u32,
+    /// First position whose content differs from what the previous call sent (prompt cache).
+    diverged_at: usize,
+    prev_timestamp: Option<i64>,
+    /// Every fact this agent's history ever held.
+    seen: HashSet<FactId>,
+}
+
+/// What the engine needs of `ReplayOptions`, with the counter borrowed (so that
+/// `recorded_raw_tokens` can run the same engine with a caller's counter).
+pub(crate) struct Setup<'o> {
+    pub counter: &'o dyn TokenCounter,
+    pub calibration: Option<&'o Calibration>,
+    pub summarizer: SummarizerModel,
+    pub models: &'o ModelTable,
+    pub cache_ttl: CacheTtl,
+    pub stop_at_call: Option<usize>,
+    pub cancel: Option<&'o AtomicBool>,
+    pub progress: Option<&'o (dyn Fn(usize, usize) + Sync)>,
+}
+
+impl<'o> Setup<'o> {
+    pub(crate) fn of(o: &'o ReplayOptions<'o>) -> Setup<'o> {
+        Setup {
+            counter: &*o.counter,
+            calibration: o.calibration.as_ref(),
+            summarizer: o.summarizer,
+            models: &o.models,
+            cache_ttl: o.cache_ttl,
+            stop_at_call: o.stop_at_call,
+            cancel: o.cancel,
+            progress: o.progress,
+        }
+    }
+}
+
+pub(crate) struct Engine<'s, 'o> {
+    session: &'s Session,
+    opts: Setup<'o>,
+    label: String,
+    recorded: bool,
+    budget: Budget,
+    contexts: Vec<Context>,
+    agents: Vec<AgentState>,
+    facts: Facts,
+    /// Replies counted before they reach their agent: (tokens, facts), reused on append.
+    replies: HashMap<MsgIdx, (u64, Box<[FactId]>)>,
+    next_id: u64,
+    tally: Tally,
+    samples: Vec<Sample>,
+    compactions: Vec<Compaction>,
+    events: Vec<RunEvent>,
+    gauges: std::collections::BTreeMap<String, Vec<GaugePoint>>,
+    prices: Vec<Option<ModelInfo>>,
+    steps: Vec<Step>,
+}
+
+impl<'s, 'o> Engine<'s, 'o> {
+    pub(crate) fn new(
+        session: &'s Session,
+        opts: Setup<'o>,
+        label: String,
+        recorded: bool,
+        budget: Budget,
+    ) -> Self {
+        let n = session.agents.len();
+        let mut agents: Vec<AgentState> = Vec::with_capacity(n);
+        agents.resize_with(n, AgentState::default);
+        for a in &mut agents {
+            a.diverged_at = usize::MAX;
+        }
+        // Each agent's calls are priced with its model (the call's own model when the log says).
+        let prices = session
+            .agents
+            .iter()
+            .map(|a| {
+                a.model
+                    .as_deref()
+                    .and_then(|m| opts.models.find(m))
+                    .cloned()
+            })
+            .collect();
+        Engine {
+            session,
+            opts,
+            label,
+            recorded,
+            budget,
+            contexts: (0..n).map(|_| Context::new()).collect(),
+            agents,
+            facts: Facts::default(),
+            replies: HashMap::new(),
+            next_id: 0,
+            tally: Tally::default(),
+            samples: Vec::with_capacity(session.calls.len()),
+            compactions: Vec::new(),
+            events: Vec::new(),
+            gauges: Default::default(),
+            prices,
+            steps: Vec::new(),
+        }
+    }
+
+    fn fit(&self, agent: AgentIdx) -> Fit {
+        self.opts
+            .calibration
+            .map_or(Fit::IDENTITY, |c| c.fit_for(agent))
+    }
+
+    fn fail(&self, call: usize, reason: impl Into<String>) -> Error {
+        Error::Replay {
+            strategy: self.label.clone(),
+            call,
+            reason: reason.into(),
+        }
+    }
+
+    fn price(&self, call: &crate::model::Call) -> Option<&ModelInfo> {
+        match call.model.as_deref().and_then(|m| self.opts.models.find(m)) {
+            Some(p) => Some(p),
+            None => self.prices.get(call.agent).and_then(|p| p.as_ref()),
+        }
+    }
+
+    /// Replays every call (or up to `stop_at_call`) and returns the run's parts.
+    pub(crate) fn run(
+        mut self,
+        mut decider: Option<Instance>,
+    ) -> Result<(
+        Vec<Sample>,
+        Vec<Compaction>,
+        Vec<RunEvent>,
+        std::collections::BTreeMap<String, Vec<GaugePoint>>,
+        Metrics,
+        Option<RecordedMetrics>,
+        Option<Vec<KeptMessage>>,
+    )> {
+        let session = self.session;
+        let mut feed = Feed::new(session);
+        let total = session.calls.len();
+        let last = self.opts.stop_at_call.map_or(total, |s| (s + 1).min(total));
+        let mut kept = None;
+        for ci in 0..last {
+            if ci % 1024 == 0 {
+                if self.opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return Err(Error::Cancelled);
+                }
+                if let Some(p) = self.opts.progress {
+                    p(ci, total);
+                }
+            }
+            let call = &session.calls[ci];
+            let a = call.agent;
+            if a >= self.contexts.len() {
+                return Err(self.fail(
+                    ci,
+                    format!("the call names agent {a}, which the session does not have"),
+                ));
+            }
+            self.steps.clear();
+            let mut steps = std::mem::take(&mut self.steps);
+            feed.advance(call, |s| steps.push(s));
+            for &s in &steps {
+                match s {
+                    Step::Append(m) if self.recorded || !feed.is_recorded_summary(m) => {
+                        self.append(a, m)
+                    }
+                    Step::Append(_) => {}
+                    Step::Compaction(c) if self.recorded => self.recorded_compaction(ci, a, c),
+                    Step::Compaction(_) => {}
+                }
+            }
+            self.steps = steps;
+            let decision = match decider.as_mut() {
+                None => RawDecision::default(),
+                Some(inst) => {
+                    let view = self.call_view(ci);
+                    inst.decide(&view)
+                        .map_err(|e| self.fail(ci, e.to_string()))?
+                }
+            };
+            let ctx = &self.contexts[a];
+            let (plan, decision) =
+                validate::check(decision, ctx, self.opts.counter, &self.opts.summarizer)
+                    .map_err(|r| self.fail(ci, r))?;
+            if self.opts.stop_at_call == Some(ci) {
+                kept = Some(self.kept(a, &plan));
+            }
+            self.measure_and_apply(ci, plan, decision);
+        }
+        if let Some(p) = self.opts.progress {
+            p(last, total);
+        }
+        let (metrics, recorded) = self.tally.finish();
+        Ok((
+            self.samples,
+            self.compactions,
+            self.events,
+            self.gauges,
+            metrics,
+            recorded,
+            kept,
+        ))
+    }
+
+    fn append(&mut self, a: AgentIdx, m: MsgIdx) {
+        let msg = &self.session.messages[m];
+        let text = message_text(msg);
+        let (tokens, facts) = match self.replies.remove(&m) {
+            Some(tf) => tf,
+            None => (
+                self.opts.counter.count_message(msg),
+                self.facts.extract(&text),
+            ),
+        };
+        let st = &mut self.agents[a];
+        st.seen.extend(facts.iter().copied());
+        st.appended += 1;
+        self.next_id += 1;
+        self.contexts[a].append(self.session, m, self.next_id, tokens, text, facts);
+    }
+
+    /// The `recorded` baseline applies the log's compaction: everything before the boundary
+    /// goes, except the summary and the messages kept verbatim.
+    fn recorded_compaction(&mut self, ci: usize, a: AgentIdx, c: usize) {
+        let keep = recorded_keep(self.session, c);
+        let fit = self.fit(a);
+        let price = self.price(&self.session.calls[ci]).cloned();
+        let ctx = &mut self.contexts[a];
+        let before = ctx.total_tokens();
+        // Runs of positions to remove, last first so earlier positions stay valid.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (i, e) in ctx.entries.iter().enumerate() {
+            if e.msg.is_some_and(|m| !keep(m)) {
+                match runs.last_mut() {
+                    Some(r) if r.1 == i => r.1 = i + 1,
+                    _ => runs.push((i, i + 1)),
+                }
+            }
+        }
+        let (mut pinned, mut split, mut removed, mut messages) = (0, 0, 0, 0);
+        for &(s, e) in runs.iter().rev() {
+            pinned += ctx.pinned_in(s, e) as u64;
+            split += ctx.split_pairs_in(s, e);
+            removed += ctx.tokens_in(s, e);
+            messages += (e - s) as u32;
+            ctx.apply(
+                s,
+                e,
+                Replacement::Nothing,
+                &mut self.next_id,
+                &mut self.facts,
+            );
+        }
+        let first = runs.first().map_or(usize::MAX, |r| r.0);
+        let st = &mut self.agents[a];
+        st.diverged_at = st.diverged_at.min(first);
+        st.since_compaction = 0;
+        self.tally.violations(pinned, split);
+        let rc = &self.session.compactions[c];
+        let comp = Compaction {
+            call: ci,
+            agent: a,
+            kind: CompactionKind::Recorded,
+            messages,
+            context_before: rc.pre_tokens.unwrap_or_else(|| fit.predict(before)),
+            context_after: fit.predict(ctx.total_tokens()),
+            tokens_before: scale(fit, removed),
+            tokens_after: 0,
+            summarizer_input: 0,
+            summarizer_output: 0,
+            trigger: Some(rc.trigger.clone()),
+        };
+        self.tally.compaction(&comp, price.as_ref());
+        self.events.push(RunEvent {
+            call: ci,
+            agent: a,
+            kind: EventKind::Compaction,
+            code: format!("recorded_{}", rc.trigger),
+            message: format!(
+                "the log compacted the history ({} trigger): {} messages, context {} → {}",
+                rc.trigger,
+                fmt_tokens(messages as u64),
+                fmt_tokens(comp.context_before),
+                fmt_tokens(comp.context_after)
+            ),
+            tokens_before: comp.context_before,
+            tokens_after: comp.context_after,
+        });
+        self.compactions.push(comp);
+    }
+
+    fn call_view(&self, ci: usize) -> CallView {
+        let call = &self.session.calls[ci];
+        let a = call.agent;
+        let ctx = &self.contexts[a];
+        let st = &self.agents[a];
+        let fit = self.fit(a);
+        CallView {
+            agent: StrRef::new(&self.session.agents[a].id),
+            call_index: ci as u64,
+            agent_call_index: st.calls,
+            timestamp_ms: call.timestamp.unwrap_or(i64::MIN),
+            budget: BudgetView {
+                context_window: self.budget.context_window,
+                max_output: self.budget.max_output,
+                reserve: self.budget.reserve,
+            },
+            overhead_tokens: fit.predict(0),
+            context_tokens: fit.predict(ctx.total_tokens()),
+            prev_input_tokens: st.prev_input,
+            prev_recorded_input_tokens: st.prev_recorded,
+            prev_raw_tokens: st.prev_raw,
+            cumulative_input_tokens: st.cumulative,
+            new_messages: st.appended,
+            new_request: (ctx.requests > st.requests_at_prev) as u8,
+            assistant_turns: ctx.assistant_turns,
+            messages: ctx.views.as_ptr(),
+            messages_len: ctx.views.len(),
+        }
+    }
+
+    /// Needed facts of the call (its reply's facts the agent's history already held) and how
+    /// many the sent context keeps: (needed, lower, upper).
+    fn recall(&mut self, ci: usize, plan: &Plan) -> (u32, u32, u32) {
+        let call = &self.session.calls[ci];
+        let Some(r) = call.reply.filter(|&r| r < self.session.messages.len()) else {
+            return (0, 0, 0);
+        };
+        let a = call.agent;
+        if !self.replies.contains_key(&r) {
+            let msg = &self.session.messages[r];
+            let facts = self.facts.extract(&message_text(msg));
+            self.replies
+                .insert(r, (self.opts.counter.count_message(msg), facts));
+        }
+        let facts = &self.replies[&r].1;
+        let ctx = &self.contexts[a];
+        let seen = &self.agents[a].seen;
+        let (mut needed, mut lower, mut upper) = (0, 0, 0);
+        for f in facts.iter().filter(|f| seen.contains(f)) {
+            needed += 1;
+            let (l, u) = kept_fact(ctx, plan, *f, &self.facts);
+            lower += l as u32;
+            upper += (l || u) as u32;
+        }
+        (needed, lower, upper)
+    }
+
+    fn measure_and_apply(&mut self, ci: usize, plan: Plan, decision: RawDecision) {
+        let session = self.session;
+        let call = &session.calls[ci];
+        let a = call.agent;
+        let fit = self.fit(a);
+        let price = self.price(call).cloned();
+        let (needed, lower, upper) = self.recall(ci, &plan);
+        let ctx = &self.contexts[a];
+        let total = ctx.total_tokens();
+        let raw = plan.sent_tokens(total);
+        let input = fit.predict(raw);
+        let messages = plan
+            .edits
+            .iter()
+            .fold(ctx.len() as i64, |n, p| match p.op.kind {
+                OpKind::Drop => n - (p.op.end - p.op.start) as i64,
+                OpKind::Summarize { .. } => n - (p.op.end - p.op.start) as i64 + 1,
+                _ => n,
+            }) as u32;
+        // Prompt cache: what precedes the first change since the previous call is read.
+        let st = &self.agents[a];
+        let diverged = st.diverged_at.min(plan.first_touched(None)).min(ctx.len());
+        let ttl = self.opts.cache_ttl.millis();
+        let warm = st.calls > 0
+            && match (st.prev_timestamp, call.timestamp) {
+                (Some(p), Some(t)) => t - p <= ttl,
+                _ => true,
+            };
+        let (cache_read, cache_write) =
+            cache_split(input, fit.predict(ctx.tokens_in(0, diverged)), warm);
+        let output = match (call.usage, call.reply) {
+            (Some(u), _) => u.output,
+            (None, Some(r)) if r < session.messages.len() => {
+                self.replies.get(&r).map_or(0, |t| t.0)
+            }
+            _ => 0,
+        };
+
+        // Persistent edits: pins/unpins first (positions unchanged), then content edits from the
+        // last to the first so earlier positions stay valid.
+        let context_before = fit.predict(total);
+        let persistent: Vec<&validate::Planned> = plan
+            .edits
+            .iter()
+            .filter(|p| p.op.scope == Scope::Persistent)
+            .collect();
+        let ctx = &mut self.contexts[a];
+        for op in &plan.flags {
+            let (set, clear) = match op.kind {
+                OpKind::Pin => (ctxlab_plugin_api::abi::FLAG_PINNED, 0),
+                _ => (0, ctxlab_plugin_api::abi::FLAG_PINNED),
+            };
+            ctx.apply(
+                op.start,
+                op.end,
+                Replacement::Flags { set, clear },
+                &mut self.next_id,
+                &mut self.facts,
+            );
+        }
+        let mut records = Vec::new();
+        for p in persistent.iter().rev() {
+            let (kind, rep) = match &p.op.kind {
+                OpKind::Drop => (CompactionKind::Drop, Replacement::Nothing),
+                OpKind::Summarize { role, text, .. } => (
+                    CompactionKind::Summarize,
+                    Replacement::Summary {
+                        role: sdk_role(*role),
+                        text: text.clone(),
+                        tokens: p.after,
+                    },
+                ),
+                OpKind::Truncate { .. } => (
+                    CompactionKind::Truncate,
+                    Replacement::Texts(p.texts.clone()),
+                ),
+                OpKind::Mask { .. } => (CompactionKind::Mask, Replacement::Texts(p.texts.clone())),
+                OpKind::Offload { .. } => {
+                    (CompactionKind::Offload, Replacement::Texts(p.texts.clone()))
+                }
+                OpKind::Pin | OpKind::Unpin => continue,
+            };
+            ctx.apply(
+                p.op.start,
+                p.op.end,
+                rep,
+                &mut self.next_id,
+                &mut self.facts,
+            );
+            records.push(Compaction {
+                call: ci,
+                agent: a,
+                kind,
+                messages: (p.op.end - p.op.start) as u32,
+                context_before,
+                context_after: 0,
+                tokens_before: scale(fit, p.before),
+                tokens_after: scale(fit, p.after),
+                summarizer_input: scale(fit, p.summarizer_input),
+                summarizer_output: scale(fit, p.simulated),
+                trigger: None,
+            });
+        }
+        let context_after = fit.predict(ctx.total_tokens());
+        for mut r in records.into_iter().rev() {
+            r.context_after = context_after;
+            self.tally.compaction(&r, price.as_ref());
+            self.compactions.push(r);
+        }
+
+        let st = &mut self.agents[a];
+        let compacted = !persistent.is_empty();
+        st.calls += 1;
+        st.cumulative += input;
+        st.since_compaction = if compacted {
+            input
+        } else {
+            st.since_compaction + input
+        };
+        let mut s = Sample {
+            call: ci,
+            agent: a,
+            timestamp: call.timestamp,
+            input_tokens: input,
+            raw_tokens: raw,
+            output_tokens: output,
+            messages,
+            cumulative_input: st.cumulative,
+            cumulative_since_compaction: st.since_compaction,
+            cache_read,
+            cache_write,
+            cost_usd: 0.0,
+            over_window: input
+                > self
+                    .budget
+                    .context_window
+                    .saturating_sub(self.budget.max_output),
+            recorded: call.usage,
+            needed_facts: needed,
+            recalled_lower: lower,
+            recalled_upper: upper,
+        };
+        s.cost_usd = Tally::call_cost(price.as_ref(), &s, self.opts.cache_ttl);
+        self.tally.call(&s, price.as_ref(), self.opts.cache_ttl);
+        st.prev_input = input;
+        st.prev_raw = raw;
+        st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());
+        st.prev_timestamp = call.timestamp.or(st.prev_timestamp);
+        st.appended = 0;
+        st.requests_at_prev = ctx.requests;
+        // The next call's cache reads up to the first edit this call sent differently from its
+        // history (this-call view filters); persistent edits are already in the history.
+        st.diverged_at = plan.first_touched(Some(Scope::ThisCall));
+        self.samples.push(s);
+        for e in decision.events {
+            self.events.push(RunEvent {
+                call: ci,
+                agent: a,
+                kind: e.kind,
+                code: e.code,
+                message: e.message,
+                tokens_before: e.tokens_before,
+                tokens_after: e.tokens_after,
+            });
+        }
+        for (name, value) in decision.gauges {
+            self.gauges
+                .entry(name)
+                .or_default()
+                .push(GaugePoint { call: ci, value });
+        }
+    }
+
+    /// What the call sends, message by message, with what the decision did to each.
+    fn kept(&self, a: AgentIdx, plan: &Plan) -> Vec<KeptMessage> {
+        let ctx = &self.contexts[a];
+        let mut out = Vec::with_capacity(ctx.len());
+        let mut edits = plan.edits.iter().peekable();
+        let mut i = 0;
+        while i < ctx.len() {
+            let entry = &ctx.entries[i];
+            let v = &ctx.views[i];
+            let base = KeptMessage {
+                message: entry.msg,
+                role: model_role(v.role),
+                tokens: v.tokens,
+                state: if entry.msg.is_none() {
+                    KeptState::Summary
+                } else if v.flags & ctxlab_plugin_api::abi::FLAG_EDITED != 0 {
+                    KeptState::Edited
+                } else {
+                    KeptState::Verbatim
+                },
+                replaces: 0,
+            };
+            match edits.peek() {
+                Some(p) if p.op.start == i => {
+                    let p = edits.next().expect("peeked");
+                    let (s, e) = (p.op.start, p.op.end);
+                    match &p.op.kind {
+                        OpKind::Drop => {
+                            for j in s..e {
+                                out.push(KeptMessage {
+                                    message: ctx.entries[j].msg,
+                                    tokens: ctx.views[j].tokens,
+                                    state: KeptState::Dropped,
+                                    ..base.clone()
+                                })
+                            }
+                        }
+                        OpKind::Summarize { role, .. } => out.push(KeptMessage {
+                            message: None,
+                            role: sdk_role(*role),
+                            tokens: p.after,
+                            state: KeptState::Summary,
+                            replaces: (e - s) as u32,
+                        }),
+                        _ => {
+                            for (j, t) in (s..e).zip(&p.texts) {
+                                out.push(KeptMessage {
+                                    message: ctx.entries[j].msg,
+                                    role: model_role(ctx.views[j].role),
+                                    tokens: t.1,
+                                    state: KeptState::Edited,
+                                    replaces: 0,
+                                })
+                            }
+                        }
+                    }
+                    i = e;
+                }
+                _ => {
+                    out.push(base);
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn scale(fit: Fit, raw: u64) -> u64 {
+    (fit.ratio * raw as f64).round().max(0.0) as u64
+}
+
+/// Whether the call keeps fact `f` verbatim (lower bound) or through a summary (upper bound).
+fn kept_fact(ctx: &Context, plan: &Plan, f: FactId, facts: &Facts) -> (bool, bool) {
+    let removed = |pos: usize| -> Option<&validate::Planned> {
+        let k = plan.edits.partition_point(|p| p.op.start <= pos);
+        (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
+    };
+    let mut upper = false;
+    if let Some(keys) = ctx.occurrences.get(&f) {
+        for &key in keys.iter().rev() {
+            let Some(pos) = ctx.position(key) else {
+                continue;
+            };
+            match removed(pos) {
+                None => return (true, true),
+                Some(p) => match &p.op.kind {
+                    OpKind::Summarize { text, .. } => {
+                        if facts.contains(text, f) {
+                            return (true, true);
+                        }
+                        upper = true;
+                    }
+                    OpKind::Drop => {}
+                    _ => {
+                        if facts.contains(&p.texts[pos - p.op.start].0, f) {
+                            return (true, true);
+                        }
+                    }
+                },
+            }
+        }
+    }
+    if !upper {
+        if let Some(keys) = ctx.covered_by.get(&f) {
+            upper = keys.iter().rev().any(|&key| {
+                ctx.position(key).is_some_and(|pos| {
+                    removed(pos).map_or(true, |p| matches!(p.op.kind, OpKind::Summarize { .. }))
+                })
+            });
+        }
+    }
+    (false, upper)
+}

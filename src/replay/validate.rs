@@ -1,0 +1,230 @@
+//! Host-side checks of a strategy's decision, before anything is applied. A decision either
+//! passes whole or the run fails with the reason; a strategy never half-edits a context.
+
+use super::context::Context;
+use super::summarizer::SummarizerModel;
+use crate::plugin_host::RawDecision;
+use crate::tokens::TokenCounter;
+use ctxlab_plugin_api::{Op, OpKind, Scope};
+
+/// Most ops one decision may carry: a real strategy needs a handful; more is a runaway plugin.
+pub const MAX_OPS: usize = 256;
+
+/// One checked edit of a range, with what it does to the token count.
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    pub op: Op,
+    /// Raw tokens of the range before the edit.
+    pub before: u64,
+    /// Raw tokens of what stands in its place after the edit (summary, edited texts).
+    pub after: u64,
+    /// SUMMARIZE: the simulated part of the summary, and the summarizer's input.
+    pub simulated: u64,
+    pub summarizer_input: u64,
+    /// TRUNCATE / MASK / OFFLOAD: each message's new text and raw tokens.
+    pub texts: Vec<(String, u64)>,
+}
+
+/// A checked decision: content edits sorted by position, pins/unpins in decision order.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub edits: Vec<Planned>,
+    pub flags: Vec<Op>,
+}
+
+impl Plan {
+    /// Raw tokens the call sends after every edit, persistent and this-call.
+    pub(crate) fn sent_tokens(&self, total: u64) -> u64 {
+        self.edits.iter().fold(total, |t, p| t - p.before + p.after)
+    }
+    /// First position any edit touches (where the prompt's cached prefix ends).
+    pub(crate) fn first_touched(&self, scope: Option<Scope>) -> usize {
+        self.edits
+            .iter()
+            .filter(|p| scope.map_or(true, |s| p.op.scope == s))
+            .map(|p| p.op.start)
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+}
+
+fn kind_name(k: &OpKind) -> &'static str {
+    match k {
+        OpKind::Drop => "drop",
+        OpKind::Summarize { .. } => "summarize",
+        OpKind::Truncate { .. } => "truncate",
+        OpKind::Mask { .. } => "mask",
+        OpKind::Offload { .. } => "offload",
+        OpKind::Pin => "pin",
+        OpKind::Unpin => "unpin",
+    }
+}
+
+/// `head` chars + marker + `tail` chars of `text`, or `None` when that would not shorten it.
+pub(crate) fn truncated(text: &str, head: u64, tail: u64, marker: &str) -> Option<String> {
+    let chars = text.chars().count() as u64;
+    if head.saturating_add(tail) >= chars {
+        return None;
+    }
+    let head_end = text
+        .char_indices()
+        .nth(head as usize)
+        .map_or(text.len(), |(i, _)| i);
+    let tail_start = if tail == 0 {
+        text.len()
+    } else {
+        text.char_indices()
+            .nth((chars - tail) as usize)
+            .map_or(text.len(), |(i, _)| i)
+    };
+    Some(format!(
+        "{}{}{}",
+        &text[..head_end],
+        marker,
+        &text[tail_start..]
+    ))
+}
+
+/// Checks `d` against the agent's context and works out every edit's effect.
+pub(crate) fn check(
+    d: RawDecision,
+    ctx: &Context,
+    counter: &dyn TokenCounter,
+    summarizer: &SummarizerModel,
+) -> Result<(Plan, RawDecision), String> {
+    if let Some(m) = d.malformed.first() {
+        return Err(format!("malformed decision: {m}"));
+    }
+    if d.ops.len() > MAX_OPS {
+        return Err(format!(
+            "{} ops in one decision; at most {MAX_OPS} are accepted",
+            d.ops.len()
+        ));
+    }
+    let len = ctx.len();
+    let mut plan = Plan::default();
+    let mut unpinned: Vec<(usize, usize)> = Vec::new();
+    let mut last_end = 0usize;
+    for (n, op) in d.ops.iter().enumerate() {
+        let what = format!("op {n} ({} {}..{})", kind_name(&op.kind), op.start, op.end);
+        if op.start >= op.end {
+            return Err(format!("{what}: empty or reversed range"));
+        }
+        if op.end > len {
+            return Err(format!(
+                "{what}: range ends past the context, which holds {len} messages"
+            ));
+        }
+        if matches!(op.kind, OpKind::Pin | OpKind::Unpin) {
+            if op.kind == OpKind::Unpin {
+                unpinned.push((op.start, op.end));
+            }
+            plan.flags.push(op.clone());
+            continue;
+        }
+        if op.start < last_end {
+            return Err(format!(
+                "{what}: overlaps or precedes the previous edit (ends at {last_end}); edits must be sorted and not overlap"
+            ));
+        }
+        last_end = op.end;
+        if ctx.pinned_in(op.start, op.end) > 0 {
+            let touched = (op.start..op.end).find(|&i| {
+                ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
+                    && !unpinned.iter().any(|&(s, e)| s <= i && i < e)
+            });
+            if let Some(i) = touched {
+                return Err(format!(
+                    "{what}: touches pinned message at position {i} without unpinning it first"
+                ));
+            }
+        }
+        let before = ctx.tokens_in(op.start, op.end);
+        let mut p = Planned {
+            op: op.clone(),
+            before,
+            after: 0,
+            simulated: 0,
+            summarizer_input: 0,
+            texts: Vec::new(),
+        };
+        match &op.kind {
+            OpKind::Drop | OpKind::Summarize { .. } if ctx.splits_pair(op.start, op.end) => {
+                return Err(format!(
+                    "{what}: separates a tool call from its result (both must go or stay together)"
+                ));
+            }
+            OpKind::Drop => {}
+            OpKind::Summarize {
+                max_tokens,
+                summarizer_input_tokens,
+                text,
+                ..
+            } => {
+                let s = summarizer.summary(
+                    before,
+                    *max_tokens,
+                    *summarizer_input_tokens,
+                    text,
+                    counter,
+                );
+                if s.tokens > before {
+                    return Err(format!(
+                        "{what}: summary of {} tokens is larger than the {} tokens it replaces",
+                        s.tokens, before
+                    ));
+                }
+                p.after = s.tokens;
+                p.simulated = s.simulated;
+                p.summarizer_input = s.input;
+            }
+            OpKind::Truncate { head, tail, marker } => {
+                for i in op.start..op.end {
+                    let old = ctx.text(i);
+                    let new =
+                        truncated(old, *head, *tail, marker).unwrap_or_else(|| old.to_string());
+                    p.texts.push(retext(ctx, i, new, counter));
+                }
+            }
+            OpKind::Mask { placeholder: t } | OpKind::Offload { stub: t } => {
+                for i in op.start..op.end {
+                    p.texts.push(retext(ctx, i, t.clone(), counter));
+                }
+            }
+            OpKind::Pin | OpKind::Unpin => unreachable!("handled above"),
+        }
+        if !p.texts.is_empty() {
+            p.after = p.texts.iter().map(|t| t.1).sum();
+        }
+        plan.edits.push(p);
+    }
+    Ok((plan, d))
+}
+
+/// New text for the message at `i`, with its tokens: the message's per-message overheads stay,
+/// only the text's share changes.
+fn retext(ctx: &Context, i: usize, text: String, counter: &dyn TokenCounter) -> (String, u64) {
+    let old = ctx.views[i].tokens;
+    let old_text = counter.count_text(ctx.text(i));
+    let tokens = old.saturating_sub(old_text) + counter.count_text(&text);
+    (text, tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_head_marker_tail() {
+        assert_eq!(
+            truncated("abcdefghij", 2, 3, "…").as_deref(),
+            Some("ab…hij")
+        );
+        assert_eq!(
+            truncated("abcdefghij", 2, 0, "[cut]").as_deref(),
+            Some("ab[cut]")
+        );
+        assert_eq!(truncated("abc", 2, 1, "…"), None);
+        assert_eq!(truncated("äöüßéèà", 1, 1, "-").as_deref(), Some("ä-à"));
+    }
+}
