@@ -206,8 +206,7 @@ fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
     let last = d
         .ops
         .iter()
-        .filter(|o| matches!(o.kind, OpKind::Summarize { .. }))
-        .last()
+        .rfind(|o| matches!(o.kind, OpKind::Summarize { .. }))
         .unwrap();
     assert_eq!(last.end, 29, "the pair 29/30 stays verbatim");
 }
@@ -281,7 +280,7 @@ fn execution_limits_stop_the_agent_at_the_51st_call_of_a_request() {
     for k in 0..=50u64 {
         let mut c = TestCall::new(msgs.clone());
         c.agent_call_index = k;
-        c.new_messages = if k == 0 { 1 } else { 1 };
+        c.new_messages = 1;
         c.new_request = k == 0;
         c.prev_input_tokens = 100;
         let d = c.decide(s.as_mut()).unwrap();
