@@ -268,9 +268,7 @@ fn the_header_matches_the_rust_abi_field_by_field() {
     for probe in &p {
         src.push_str(&format!("    printf(\"%zu\\n\", (size_t)({}));\n", probe.c));
     }
-    src.push_str(&format!(
-        "    printf(\"%s\\n\", CTXLAB_ENTRY_SYMBOL);\n    return 0;\n}}\n"
-    ));
+    src.push_str("    printf(\"%s\\n\", CTXLAB_ENTRY_SYMBOL);\n    return 0;\n}\n");
     let dir = tempfile::tempdir().unwrap();
     let (c, exe) = (dir.path().join("layout.c"), dir.path().join("layout"));
     std::fs::write(&c, src).unwrap();

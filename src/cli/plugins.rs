@@ -145,7 +145,7 @@ fn range(p: &ParamSpec) -> Option<String> {
 
 fn info(meta: StrategyMeta, as_json: bool) {
     if as_json {
-        println!("{}", json!(meta).to_string());
+        println!("{:#}", json!(meta));
         return;
     }
     println!("{} — {}", meta.id, meta.title);
