@@ -196,11 +196,14 @@ fn a_duplicate_strategy_id_is_refused_naming_the_first_owner() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn the_same_file_reached_twice_loads_once() {
     let original = built("ctxlab_plugin_example");
     let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("libctxlab_plugin_link.so");
+    let link = dir
+        .path()
+        .join(format!("{DLL_PREFIX}ctxlab_plugin_link{DLL_SUFFIX}"));
     std::os::unix::fs::symlink(&original, &link).unwrap();
     let reg =
         Registry::discover_in(&[env_dir(dir.path()), env_dir(dir.path()), env_dir(&original)]);
