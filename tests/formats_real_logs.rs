@@ -174,3 +174,137 @@ fn a_folder_loads_every_session_in_it() {
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].calls.len(), 71);
 }
+
+#[test]
+fn codex_gildore_arena() {
+    let p = real("codex-cli_gildore-arena/codex-session.jsonl");
+    assert_eq!(formats::detect(&p).unwrap(), "codex");
+    let s = formats::load_file(&p).unwrap();
+    // Independently: token_count events with info, and how many moved the running total.
+    let mut events = 0;
+    let mut distinct = Vec::new();
+    let mut max_input = 0;
+    for v in json_lines(&p) {
+        if v["type"] == "event_msg"
+            && v["payload"]["type"] == "token_count"
+            && v["payload"]["info"].is_object()
+        {
+            events += 1;
+            let total = v["payload"]["info"]["total_token_usage"].clone();
+            if distinct.last() != Some(&total) {
+                distinct.push(total);
+            }
+            max_input = max_input.max(
+                v["payload"]["info"]["last_token_usage"]["input_tokens"]
+                    .as_u64()
+                    .unwrap(),
+            );
+        }
+    }
+    assert_eq!(events, 31, "SOURCES.md");
+    assert_eq!(max_input, 155_257, "SOURCES.md");
+    let with_usage: Vec<_> = s.calls.iter().filter(|c| c.usage.is_some()).collect();
+    assert_eq!(
+        with_usage.len(),
+        distinct.len(),
+        "a repeated token_count is not a new call"
+    );
+    assert_eq!(with_usage.len(), 28);
+    // The file ends (line 332) in the middle of a response that never got its token_count:
+    // that request is a call without recorded usage.
+    assert_eq!(s.calls.len(), 29);
+    assert!(s.calls[28].usage.is_none());
+    assert_eq!(s.messages[s.calls[28].reply.unwrap()].source.line, 327);
+    let max = with_usage
+        .iter()
+        .map(|c| c.usage.unwrap().context_tokens())
+        .max()
+        .unwrap();
+    assert_eq!(max, 155_257, "context = input including cached");
+    assert!(s
+        .calls
+        .iter()
+        .all(|c| c.model.as_deref() == Some("gpt-5.4")));
+    let sum_output: u64 = with_usage.iter().map(|c| c.usage.unwrap().output).sum();
+    let last_total = distinct.last().unwrap()["output_tokens"].as_u64().unwrap();
+    assert_eq!(
+        sum_output, last_total,
+        "per-call outputs add up to the running total"
+    );
+    for c in &s.calls {
+        let r = c.reply.expect("every call has its reply");
+        assert_eq!(s.messages[r].role, Role::Assistant);
+        assert_eq!(c.context_end, r);
+    }
+    assert!(s.compactions.is_empty());
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.messages[0].role, Role::System, "base instructions");
+    assert_eq!(s.id, "019e18dc-e2f7-7550-a55a-5fd650b2dc6b");
+}
+
+#[test]
+fn pi_session_with_compaction_and_a_corrupt_line() {
+    let p = real("pi-agent_pi-mono/session.jsonl");
+    assert_eq!(formats::detect(&p).unwrap(), "pi");
+    let s = formats::load_file(&p).unwrap();
+    assert_eq!(s.compactions.len(), 1);
+    let c = &s.compactions[0];
+    assert_eq!(c.pre_tokens, Some(186_045));
+    let sum = c.summary.unwrap();
+    assert!(s.messages[sum].flags.is_summary);
+    assert_eq!(c.at_message, sum);
+    // firstKeptEntryIndex 355 = the 356th JSON object of the file (the header is entry 0).
+    let kept = c.kept_from.unwrap();
+    assert_eq!(s.messages[kept].source.line, 356);
+    assert!(kept < c.at_message);
+    // Line 440 holds two objects run together: both read, and said so with file:line.
+    let w: Vec<_> = s.warnings.iter().filter(|w| w.line == 440).collect();
+    assert_eq!(w.len(), 1, "{:?}", s.warnings);
+    assert!(w[0].message.contains("run together"));
+    let on_440 = s.messages.iter().filter(|m| m.source.line == 440).count();
+    assert_eq!(on_440, 2);
+    // Independently: assistant messages with non-zero usage are calls with usage.
+    let mut with_usage = 0;
+    let mut assistants = 0;
+    for l in std::fs::read_to_string(&p).unwrap().lines() {
+        for v in serde_json::Deserializer::from_str(l)
+            .into_iter::<Value>()
+            .flatten()
+        {
+            if v["message"]["role"] == "assistant" {
+                assistants += 1;
+                if v["message"]["usage"]["totalTokens"].as_u64().unwrap_or(0) > 0 {
+                    with_usage += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(s.calls.len(), assistants);
+    assert_eq!(
+        s.calls.iter().filter(|c| c.usage.is_some()).count(),
+        with_usage
+    );
+    assert_eq!(s.agents[0].model.as_deref(), Some("claude-opus-4-5"));
+}
+
+#[test]
+fn every_other_real_log_is_refused_with_the_formats_tried_or_read() {
+    // Formats ctxlab does not read yet must fail with a clear error naming what was tried,
+    // never panic or half-load silently.
+    for rel in [
+        "aider_afi-core/.aider.chat.history.md",
+        "swe-agent/pydicom__pydicom-1458.traj",
+        "otel-genai_ms-agent-framework/traces.jsonl",
+        "anthropic-managed-agents_open-hai/transcript.jsonl",
+        "llm-trace-proxy_wang0618/nanobot.jsonl",
+    ] {
+        let p = real(rel);
+        match formats::load_file(&p) {
+            Err(e) => {
+                assert_eq!(e.code(), "unknown_format", "{rel}: {e}");
+                assert!(e.to_string().contains("claude-code, codex, pi"), "{e}");
+            }
+            Ok(s) => panic!("{rel} loaded as {}", s.source.format),
+        }
+    }
+}

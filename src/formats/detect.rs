@@ -48,6 +48,10 @@ pub fn detect(path: &Path) -> Result<&'static str> {
         }));
     }
 
+    if head[first] == b'[' {
+        return openai_array(&head, &unknown);
+    }
+
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut hasher = blake3::Hasher::new();
     let mut lines = LineReader::new(BufReader::new(f), &mut hasher);
@@ -82,6 +86,9 @@ pub fn detect(path: &Path) -> Result<&'static str> {
     }
     if !parsed_any {
         // Not JSON lines: perhaps one pretty-printed JSON object (`{"messages": [...]}`).
+        if String::from_utf8_lossy(&head).contains("\"messages\"") {
+            return Ok(openai::ID);
+        }
         return Err(unknown(format!("not JSON lines ({last_err})")));
     }
     Err(unknown(format!(
@@ -89,13 +96,42 @@ pub fn detect(path: &Path) -> Result<&'static str> {
     )))
 }
 
+/// A JSON array is a list of chat messages when its first element has a `role`.
+fn openai_array(head: &[u8], unknown: &dyn Fn(String) -> Error) -> Result<&'static str> {
+    let text = String::from_utf8_lossy(head);
+    let empty = text
+        .trim_start()
+        .trim_start_matches('[')
+        .trim_start()
+        .starts_with(']');
+    if empty || text.contains("\"role\"") {
+        Ok(openai::ID)
+    } else {
+        Err(unknown(
+            "a JSON array whose first element is not a chat message (no \"role\")".into(),
+        ))
+    }
+}
+
 /// The format one parsed entry belongs to, when it is decisive.
 fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     if native::sniff(o) {
         return Some(native::ID);
     }
+    if codex::sniff(o) {
+        return Some(codex::ID);
+    }
+    if pi::sniff(o) {
+        return Some(pi::ID);
+    }
+    if fuseraft::sniff(o) {
+        return Some(fuseraft::ID);
+    }
     if claude_code::sniff(o) {
         return Some(claude_code::ID);
+    }
+    if openai::sniff(o) {
+        return Some(openai::ID);
     }
     None
 }

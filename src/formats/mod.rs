@@ -5,10 +5,14 @@
 //! `docs/formats.md` for what each format holds and what ctxlab cannot know from it.
 
 pub mod claude_code;
+pub mod codex;
 mod de;
 mod detect;
+pub mod fuseraft;
 mod lines;
 pub mod native;
+pub mod openai;
+pub mod pi;
 pub mod time;
 
 use std::fs;
@@ -19,8 +23,15 @@ use crate::{Error, Result};
 
 pub use detect::detect;
 
-/// Reader ids, in the order detection tries them.
-pub const FORMATS: &[&str] = &[native::ID, claude_code::ID];
+/// Reader ids (`Source::format`), as `detect` returns them.
+pub const FORMATS: &[&str] = &[
+    claude_code::ID,
+    codex::ID,
+    pi::ID,
+    openai::ID,
+    fuseraft::ID,
+    native::ID,
+];
 
 /// Reads one session from one file, in whatever format its content shows.
 pub fn load_file(path: &Path) -> Result<Session> {
@@ -33,6 +44,10 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
     match format {
         native::ID => native::read(path),
         claude_code::ID => claude_code::read(path),
+        codex::ID => codex::read(path),
+        pi::ID => pi::read(path),
+        openai::ID => openai::read(path),
+        fuseraft::ID => fuseraft::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")

@@ -1,0 +1,171 @@
+//! fuseraft `ctx_snapshots*.jsonl`: one line per agent turn with its token counts, and a line with
+//! `compaction_occurred` each time the shared history was compacted. No message text: a
+//! usage-only session (it charts, it cannot be replayed).
+//!
+//! Each call gets an empty assistant message flagged `meta` as its reply: the model places calls
+//! and compactions relative to one another through message indices, and these placeholders carry
+//! that order without inventing content.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::de::{Count, LenientStr};
+use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::time::parse_ms;
+use crate::model::*;
+use crate::{Error, Result};
+
+pub const ID: &str = "fuseraft-snapshots";
+
+/// The agent name fuseraft writes on compaction lines.
+const SYSTEM_AGENT: &str = "system";
+
+#[derive(Deserialize)]
+struct Snapshot<'a> {
+    #[serde(borrow, default)]
+    ts: Option<Cow<'a, str>>,
+    #[serde(default)]
+    session: LenientStr,
+    #[serde(default)]
+    agent: LenientStr,
+    #[serde(default)]
+    turn: Count,
+    #[serde(default)]
+    turn_input_tokens: Count,
+    #[serde(default)]
+    turn_output_tokens: Count,
+    #[serde(default)]
+    warn_at: Count,
+    #[serde(default)]
+    cutover_at: Count,
+    #[serde(default)]
+    compaction_occurred: Option<bool>,
+}
+
+struct Sink {
+    s: Session,
+}
+
+impl Sink {
+    fn threshold(&mut self, agent: AgentIdx, kind: &str, tokens: Option<u64>) {
+        let Some(tokens) = tokens.filter(|&t| t > 0) else {
+            return;
+        };
+        let known = self
+            .s
+            .thresholds
+            .iter()
+            .any(|t| t.agent == Some(agent) && t.kind == kind && t.tokens == tokens);
+        if !known {
+            self.s.thresholds.push(RecordedThreshold {
+                agent: Some(agent),
+                kind: kind.into(),
+                tokens,
+            });
+        }
+    }
+}
+
+impl JsonSink for Sink {
+    fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
+        let l: Snapshot<'_> = serde_json::from_slice(json)?;
+        let ts = l.ts.as_deref().and_then(parse_ms);
+        if self.s.id.is_empty() {
+            if let Some(id) = l.session.0.clone() {
+                self.s.id = id;
+            }
+        }
+        if l.compaction_occurred == Some(true) {
+            // The history all agents share was compacted: every agent's context restarts.
+            let at = self.s.messages.len();
+            for agent in 0..self.s.agents.len() {
+                self.s.compactions.push(RecordedCompaction {
+                    agent,
+                    at_message: at,
+                    trigger: "auto".into(),
+                    pre_tokens: None,
+                    summary: None,
+                    kept_from: None,
+                    timestamp: ts,
+                    inferred: false,
+                    source: pos,
+                });
+            }
+            return Ok(());
+        }
+        let Some(name) = l.agent.0.filter(|a| !a.is_empty() && a != SYSTEM_AGENT) else {
+            self.s.warn(pos, "turn line without an `agent`; skipped");
+            return Ok(());
+        };
+        let agent = self.s.agent_index(&name);
+        self.threshold(agent, "warn", l.warn_at.0);
+        self.threshold(agent, "cutover", l.cutover_at.0);
+        let mi = self.s.messages.len();
+        self.s.messages.push(Message {
+            agent,
+            role: Role::Assistant,
+            parts: Vec::new(),
+            timestamp: ts,
+            flags: MessageFlags {
+                meta: true,
+                ..MessageFlags::default()
+            },
+            source: pos,
+        });
+        self.s.calls.push(Call {
+            agent,
+            context_end: mi,
+            reply: Some(mi),
+            usage: Some(Usage {
+                input: l.turn_input_tokens.get(),
+                output: l.turn_output_tokens.get(),
+                ..Usage::default()
+            }),
+            model: None,
+            timestamp: ts,
+            request_id: l.turn.0.map(|t| format!("turn {t}")),
+            source: pos,
+        });
+        Ok(())
+    }
+
+    fn warn(&mut self, pos: SourcePos, message: String) {
+        self.s.warn(pos, message);
+    }
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = LineReader::new(
+        std::io::BufReader::with_capacity(256 * 1024, f),
+        &mut hasher,
+    );
+    let mut s = Session::default();
+    s.source.format = ID.into();
+    s.source.files.push(path.display().to_string());
+    s.usage_only = true;
+    let mut sink = Sink { s };
+    read_jsonl(&mut lines, 0, "a fuseraft snapshot line", &mut sink)
+        .map_err(|e| Error::io(path, e))?;
+    let bytes = lines.bytes();
+    drop(lines);
+    let mut s = sink.s;
+    if s.id.is_empty() {
+        s.id = path
+            .file_stem()
+            .map(|x| x.to_string_lossy().into_owned())
+            .unwrap_or_default();
+    }
+    s.source.bytes = bytes;
+    s.source.hash = hasher.finalize().to_hex().to_string();
+    Ok(s)
+}
+
+pub(crate) fn sniff(o: &serde_json::Map<String, serde_json::Value>) -> bool {
+    o.contains_key("turn_input_tokens")
+        || o.contains_key("cumulative_input_tokens")
+        || o.contains_key("compaction_occurred")
+}
