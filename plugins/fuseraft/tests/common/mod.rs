@@ -14,7 +14,9 @@ pub fn params(p: Value) -> Params {
 }
 
 pub fn make(p: Value) -> Box<dyn Strategy> {
-    FuseraftCompaction.create(params(p)).expect("strategy is created")
+    FuseraftCompaction
+        .create(params(p))
+        .expect("strategy is created")
 }
 
 pub fn make_err(p: Value) -> String {
@@ -31,12 +33,22 @@ pub fn check(tc: &TestCall, d: &Decision) {
     assert!(d.ops.len() <= 256, "too many ops: {}", d.ops.len());
     let mut last_end = 0;
     for op in &d.ops {
-        assert!(op.start < op.end && op.end <= n, "out of bounds: {op:?} (len {n})");
-        assert!(op.start >= last_end, "ops not sorted or overlapping: {:?}", d.ops);
+        assert!(
+            op.start < op.end && op.end <= n,
+            "out of bounds: {op:?} (len {n})"
+        );
+        assert!(
+            op.start >= last_end,
+            "ops not sorted or overlapping: {:?}",
+            d.ops
+        );
         last_end = op.end;
         if !matches!(op.kind, OpKind::Pin) {
             for m in &tc.messages[op.start..op.end] {
-                assert!(m.flags & FLAG_PINNED == 0, "pinned message touched by {op:?}");
+                assert!(
+                    m.flags & FLAG_PINNED == 0,
+                    "pinned message touched by {op:?}"
+                );
             }
         }
         if matches!(op.kind, OpKind::Drop | OpKind::Summarize { .. }) {
@@ -44,7 +56,10 @@ pub fn check(tc: &TestCall, d: &Decision) {
             for (i, m) in tc.messages.iter().enumerate() {
                 for t in &m.tools {
                     for (j, o) in tc.messages.iter().enumerate() {
-                        if o.tools.iter().any(|u| u.id == t.id && u.is_result != t.is_result) {
+                        if o.tools
+                            .iter()
+                            .any(|u| u.id == t.id && u.is_result != t.is_result)
+                        {
                             assert_eq!(
                                 inside(i),
                                 inside(j),
@@ -56,10 +71,23 @@ pub fn check(tc: &TestCall, d: &Decision) {
                 }
             }
         }
-        if let OpKind::Summarize { max_tokens, text, .. } = &op.kind {
-            let replaced: u64 = tc.messages[op.start..op.end].iter().map(|m| m.token_count()).sum();
-            let text_tokens = if text.is_empty() { 0 } else { (text.chars().count() as u64).div_ceil(4) + 4 };
-            assert!(text_tokens + max_tokens / 5 <= replaced, "summary larger than what it replaces");
+        if let OpKind::Summarize {
+            max_tokens, text, ..
+        } = &op.kind
+        {
+            let replaced: u64 = tc.messages[op.start..op.end]
+                .iter()
+                .map(|m| m.token_count())
+                .sum();
+            let text_tokens = if text.is_empty() {
+                0
+            } else {
+                (text.chars().count() as u64).div_ceil(4) + 4
+            };
+            assert!(
+                text_tokens + max_tokens / 5 <= replaced,
+                "summary larger than what it replaces"
+            );
         }
     }
 }
@@ -118,7 +146,12 @@ impl Sim {
                 OpKind::Drop => {
                     ctx.drain(op.start..op.end);
                 }
-                OpKind::Summarize { max_tokens, text, role, .. } => {
+                OpKind::Summarize {
+                    max_tokens,
+                    text,
+                    role,
+                    ..
+                } => {
                     let mut s = TestMsg::new(*role, if text.is_empty() { "summary" } else { text });
                     s.flags |= FLAG_SUMMARY;
                     s.agent = agent.to_string();
