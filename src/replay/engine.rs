@@ -36,6 +36,8 @@ struct AgentState {
     requests_at_prev: u32,
     /// First position whose content differs from what the previous call sent (prompt cache).
     diverged_at: usize,
+    /// Messages the previous call's context held after its persistent edits.
+    prev_len: usize,
     prev_timestamp: Option<i64>,
     /// Every fact this agent's history ever held.
     seen: HashSet<FactId>,
@@ -403,7 +405,11 @@ impl<'s, 'o> Engine<'s, 'o> {
             }) as u32;
         // Prompt cache: what precedes the first change since the previous call is read.
         let st = &self.agents[a];
-        let diverged = st.diverged_at.min(plan.first_touched(None)).min(ctx.len());
+        let diverged = st
+            .diverged_at
+            .min(st.prev_len)
+            .min(plan.first_touched(None))
+            .min(ctx.len());
         let ttl = self.opts.cache_ttl.millis();
         let warm = st.calls > 0
             && match (st.prev_timestamp, call.timestamp) {
@@ -532,6 +538,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         st.prev_timestamp = call.timestamp.or(st.prev_timestamp);
         st.appended = 0;
         st.requests_at_prev = ctx.requests;
+        st.prev_len = ctx.len();
         // The next call's cache reads up to the first edit this call sent differently from its
         // history (this-call view filters); persistent edits are already in the history.
         st.diverged_at = plan.first_touched(Some(Scope::ThisCall));
