@@ -1,0 +1,250 @@
+//! Turns a call's plan (per-position edits and removals) into ops the host accepts: ranges in
+//! order, never splitting a tool call from its result, pinned messages unpinned before they are
+//! touched.
+
+use crate::compact::{Removal, SummaryPlan, SUMMARY_PREFIX};
+use crate::estimate::text_tokens;
+use ctxlab_plugin_api::pairs::Cuts;
+use ctxlab_plugin_api::{fmt_tokens, Call, Decision, EventKind, OpKind, Role, Scope};
+use std::collections::BTreeMap;
+
+/// What happens to one message of the view at this call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Edit {
+    /// micro_compact clears it.
+    pub mask: bool,
+    /// ContextGuard cuts it to max_message_chars.
+    pub truncate: bool,
+    /// Some(true): pin; Some(false): unpin.
+    pub pin: Option<bool>,
+    pub removal: Option<Removal>,
+}
+
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub edits: BTreeMap<usize, Edit>,
+}
+
+impl Plan {
+    pub fn at(&mut self, pos: usize) -> &mut Edit {
+        self.edits.entry(pos).or_default()
+    }
+    pub fn removes_any(&self) -> bool {
+        self.edits.values().any(|e| e.removal.is_some())
+    }
+}
+
+pub struct Texts<'t> {
+    pub mask: &'t str,
+    pub truncate_head: u64,
+    pub truncate_marker: &'t str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Drop,
+    Summarize(usize),
+}
+
+/// Maximal runs of removed positions, per kind.
+fn runs(plan: &Plan, summaries: &[SummaryPlan]) -> Vec<(usize, usize, Kind)> {
+    let mut out: Vec<(usize, usize, Kind)> = Vec::new();
+    for (&p, e) in &plan.edits {
+        let kind = match e.removal {
+            None => continue,
+            Some(Removal::Drop) => Kind::Drop,
+            Some(Removal::Absorbed(k)) if summaries[k].alive => Kind::Summarize(k),
+            Some(Removal::Absorbed(_)) => Kind::Drop,
+        };
+        match out.last_mut() {
+            Some((_, end, k)) if *end == p && *k == kind => *end = p + 1,
+            _ => out.push((p, p + 1, kind)),
+        }
+    }
+    out
+}
+
+/// Writes the plan as ops. `pairs_from`: the first position whose tool pairs must be checked
+/// (0 after a full compaction; the reloaded region's start otherwise).
+pub fn emit(
+    call: &Call<'_>,
+    plan: &mut Plan,
+    summaries: &[SummaryPlan],
+    pairs_from: usize,
+    texts: &Texts<'_>,
+    out: &mut Decision,
+) -> Result<(), String> {
+    let ranges = if plan.removes_any() {
+        safe_ranges(call, plan, summaries, pairs_from, out)
+    } else {
+        Vec::new()
+    };
+    let mut ops = 0usize;
+    let mut ri = 0usize;
+    let positions: Vec<usize> = plan
+        .edits
+        .iter()
+        .filter(|(_, e)| e.removal.is_none())
+        .map(|(&p, _)| p)
+        .collect();
+    let mut pi = 0usize;
+    while ri < ranges.len() || pi < positions.len() {
+        let take_range = match (ranges.get(ri), positions.get(pi)) {
+            (Some(r), Some(&p)) => r.0 < p,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if take_range {
+            let (a, b, kind) = ranges[ri].clone();
+            ri += 1;
+            if (a..b).any(|p| call.msg(p).is_pinned()) {
+                out.op(OpKind::Unpin, Scope::Persistent, a..b);
+                ops += 1;
+            }
+            out.op(kind, Scope::Persistent, a..b);
+            ops += 1;
+            continue;
+        }
+        let p = positions[pi];
+        pi += 1;
+        let e = &plan.edits[&p];
+        let view_pinned = call.msg(p).is_pinned();
+        let want_pinned = e.pin.unwrap_or(view_pinned);
+        let touch = e.mask || e.truncate;
+        if view_pinned && (touch || !want_pinned) {
+            out.op(OpKind::Unpin, Scope::Persistent, p..p + 1);
+            ops += 1;
+        }
+        if e.mask {
+            out.op(
+                OpKind::Mask {
+                    placeholder: texts.mask.to_string(),
+                },
+                Scope::Persistent,
+                p..p + 1,
+            );
+            ops += 1;
+        } else if e.truncate {
+            out.op(
+                OpKind::Truncate {
+                    head: texts.truncate_head,
+                    tail: 0,
+                    marker: texts.truncate_marker.to_string(),
+                },
+                Scope::Persistent,
+                p..p + 1,
+            );
+            ops += 1;
+        }
+        if want_pinned && (!view_pinned || touch) {
+            out.op(OpKind::Pin, Scope::Persistent, p..p + 1);
+            ops += 1;
+        }
+    }
+    if ops > 256 {
+        return Err(format!(
+            "fim-one: {ops} ops at call {} exceed the host's limit of 256",
+            call.call_index()
+        ));
+    }
+    Ok(())
+}
+
+/// The removal ranges as ops, each shrunk to pair-safe ends (what a shrink leaves out stays in
+/// the context), with the summary of each compaction placed on one of its ranges.
+fn safe_ranges(
+    call: &Call<'_>,
+    plan: &mut Plan,
+    summaries: &[SummaryPlan],
+    pairs_from: usize,
+    out: &mut Decision,
+) -> Vec<(usize, usize, OpKind)> {
+    let cuts = Cuts::from_position(call, pairs_from);
+    let mut rs = runs(plan, summaries);
+    // One summary message per compaction: it goes on its last range (next to the recent
+    // messages, where FIM One puts it) when that range is large enough to hold it, else on its
+    // largest; the other ranges it absorbed are dropped, their tokens counted as its input.
+    let mut placed: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (k, s) in summaries.iter().enumerate() {
+        let mine: Vec<(usize, usize)> = rs
+            .iter()
+            .filter(|r| r.2 == Kind::Summarize(k))
+            .map(|r| (r.0, r.1))
+            .collect();
+        let room = |r: &(usize, usize)| call.tokens_in(r.0..r.1);
+        let need = s.tokens + text_tokens(SUMMARY_PREFIX) + 8;
+        let chosen = match mine.last() {
+            Some(last) if room(last) >= need => Some(*last),
+            _ => mine.iter().copied().max_by_key(room),
+        };
+        if let Some(c) = chosen {
+            placed.insert(k, c);
+        }
+    }
+    for r in rs.iter_mut() {
+        if let Kind::Summarize(k) = r.2 {
+            if placed.get(&k) != Some(&(r.0, r.1)) {
+                r.2 = Kind::Drop;
+            }
+        }
+    }
+    // Adjacent drops become one range.
+    let mut merged: Vec<(usize, usize, Kind)> = Vec::new();
+    for r in rs {
+        match merged.last_mut() {
+            Some(m) if m.1 == r.0 && m.2 == Kind::Drop && r.2 == Kind::Drop => m.1 = r.1,
+            _ => merged.push(r),
+        }
+    }
+    let mut ranges = Vec::new();
+    let mut kept_back = 0usize;
+    for (a, b, kind) in merged {
+        let (sa, sb) = (cuts.at_or_after(a), cuts.at_or_before(b));
+        for p in (a..b).filter(|&p| p < sa || p >= sb) {
+            plan.at(p).removal = None;
+            kept_back += 1;
+        }
+        if sa >= sb {
+            continue;
+        }
+        let op = match kind {
+            Kind::Drop => OpKind::Drop,
+            Kind::Summarize(k) => {
+                let input: u64 = plan
+                    .edits
+                    .iter()
+                    .filter(|(_, e)| e.removal == Some(Removal::Absorbed(k)))
+                    .map(|(&p, _)| call.msg(p).tokens())
+                    .sum();
+                let room = call
+                    .tokens_in(sa..sb)
+                    .saturating_sub(text_tokens(SUMMARY_PREFIX) + 8);
+                let max_tokens = summaries[k].tokens.min(room);
+                if max_tokens == 0 {
+                    OpKind::Drop
+                } else {
+                    OpKind::Summarize {
+                        role: Role::System,
+                        max_tokens,
+                        summarizer_input_tokens: input,
+                        text: SUMMARY_PREFIX.to_string(),
+                    }
+                }
+            }
+        };
+        ranges.push((sa, sb, op));
+    }
+    if kept_back > 0 {
+        out.event(
+            EventKind::Note,
+            "ctxlab.pair_safety",
+            format!(
+                "{} messages kept that the compaction would have removed: removing them would \
+                 split a tool call from its result ({} ranges)",
+                fmt_tokens(kept_back as u64),
+                ranges.len()
+            ),
+        );
+    }
+    ranges
+}
