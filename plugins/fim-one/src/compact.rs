@@ -193,6 +193,9 @@ impl Outcome {
             }
         }
         let after = s.overhead + sum(&kept);
+        if dropped == 0 {
+            return kept;
+        }
         self.events.push(event(
             EventKind::Truncation,
             format!("{}.smart_truncate", s.caller.code()),

@@ -305,7 +305,9 @@ impl Strategy for FimOne {
         }
 
         // 5. ContextGuard.
-        let overhead = call.overhead_tokens();
+        // FIM One estimates its message list; its 4,000-token reserve stands for the system prompt
+        // and tool schemas, so ctxlab's calibrated overhead is not counted a second time.
+        let overhead = 0;
         let mut estimate = overhead + st.total.saturating_sub(dropped_est);
         let mut summaries: Vec<SummaryPlan> = Vec::new();
         if load_over || estimate > budget {
