@@ -1,8 +1,356 @@
-//! `ctxlab replay`.
+//! `ctxlab replay`: replay each session of a log through one strategy and print its metrics.
+
+use ctxlab::plugin_host::Registry;
+use ctxlab::replay::{self, Budget, CacheTtl, ModelTable, ReplayOptions, Run, StrategySpec};
+use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::{Error, Result};
+use ctxlab_plugin_api::fmt_tokens;
+use serde_json::{Map, Value};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A session log, or a folder of them.
+    log: PathBuf,
+    /// Strategy id (`ctxlab plugins` lists them), or a baseline: `none`, `recorded`.
+    #[arg(long, short)]
+    strategy: String,
+    /// A parameter, `name=value` (value as JSON, else as text); repeatable, wins over --params.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Parameters from a TOML file of `name = value` lines.
+    #[arg(long = "params", value_name = "FILE")]
+    params_file: Option<PathBuf>,
+    /// Context window in tokens (default: the log model's, from the model table).
+    #[arg(long)]
+    window: Option<u64>,
+    /// Maximum output tokens (default: the model's; 0 with --window alone).
+    #[arg(long)]
+    max_output: Option<u64>,
+    /// Tokens the strategy keeps free besides the output.
+    #[arg(long, default_value_t = 0)]
+    reserve: u64,
+    /// Token counter: heuristic, chars4, o200k, cl100k.
+    #[arg(long, default_value = DEFAULT_COUNTER)]
+    counter: String,
+    /// Show only this agent (id) in the table and the series.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Model table (windows and prices) instead of the user's or the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<PathBuf>,
+    /// Prompt-cache lifetime: 5m or 1h.
+    #[arg(long, default_value = "5m")]
+    cache_ttl: String,
+    /// Take counts as they are instead of calibrating them on the log's recorded usage.
+    #[arg(long)]
+    no_calibration: bool,
+    /// Print the run as JSON (metrics, events, compactions; the series with --series).
+    #[arg(long)]
+    json: bool,
+    /// Write the per-call series as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    series: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> ctxlab::Result<()> {
-    Err(ctxlab::Error::Invalid("`ctxlab replay` is being built".into()))
+fn parse_params(args: &Args) -> Result<Value> {
+    let mut map = Map::new();
+    if let Some(f) = &args.params_file {
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        let v: Value = toml::from_str(&text).map_err(|e| Error::Parse {
+            path: f.clone(),
+            line: e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1) as u32)
+                .unwrap_or(0),
+            message: format!("parameters: {}", e.message()),
+        })?;
+        match v {
+            Value::Object(o) => map.extend(o),
+            _ => unreachable!("a TOML document is a table"),
+        }
+    }
+    for p in &args.params {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| Error::Invalid(format!("--param {p}: expected NAME=VALUE")))?;
+        let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        map.insert(k.trim().to_string(), v);
+    }
+    Ok(Value::Object(map))
+}
+
+fn strategy(id: &str, params: Value) -> Result<StrategySpec> {
+    match id {
+        "none" | "recorded" if params.as_object().is_some_and(|m| !m.is_empty()) => Err(
+            Error::Invalid(format!("the {id} baseline takes no parameters")),
+        ),
+        "none" => Ok(StrategySpec::None),
+        "recorded" => Ok(StrategySpec::Recorded),
+        _ => {
+            let reg = Registry::discover();
+            let entry = reg.require(id)?.clone();
+            Ok(StrategySpec::Plugin { entry, params })
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let counter = tokens::counter(&args.counter)?;
+    let params = parse_params(&args)?;
+    let spec = strategy(&args.strategy, params)?;
+    let models = ModelTable::load(args.pricing.as_deref())?;
+    let cache_ttl = match args.cache_ttl.as_str() {
+        "5m" => CacheTtl::FiveMinutes,
+        "1h" => CacheTtl::OneHour,
+        other => {
+            return Err(Error::Invalid(format!(
+                "--cache-ttl {other}: expected 5m or 1h"
+            )))
+        }
+    };
+    let mut runs = Vec::new();
+    for session in ctxlab::formats::load(&args.log)? {
+        let mut opts = ReplayOptions::new(counter.clone());
+        opts.models = models.clone();
+        opts.cache_ttl = cache_ttl;
+        opts.budget = match (args.window, args.max_output) {
+            (Some(w), m) => Some(Budget {
+                context_window: w,
+                max_output: m.unwrap_or(0),
+                reserve: args.reserve,
+            }),
+            (None, m) => replay::resolve_budget(&session, None, &models)
+                .ok()
+                .map(|b| Budget {
+                    max_output: m.unwrap_or(b.max_output),
+                    reserve: args.reserve,
+                    ..b
+                }),
+        };
+        if !args.no_calibration {
+            opts.calibration = tokens::calibrate_session(&session, counter.as_ref());
+        }
+        let agent =
+            match &args.agent {
+                Some(id) => Some(session.agents.iter().position(|a| &a.id == id).ok_or_else(
+                    || {
+                        let known: Vec<&str> =
+                            session.agents.iter().map(|a| a.id.as_str()).collect();
+                        Error::Invalid(format!(
+                            "no agent {id} in session {}; agents: {}",
+                            session.id,
+                            known.join(", ")
+                        ))
+                    },
+                )?),
+                None => None,
+            };
+        let fidelity = opts.calibration.as_ref().map(|c| (c.mean_ape, c.p95_ape));
+        let run = replay::run(&session, spec.clone(), &opts)?;
+        if let Some(path) = &args.series {
+            let path = if runs.is_empty() {
+                path.clone()
+            } else {
+                path.with_extension(format!("{}.csv", runs.len()))
+            };
+            let mut f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+            replay::write_series_csv(&run, agent, &mut f).map_err(|e| Error::io(&path, e))?;
+        }
+        if !args.json {
+            print!("{}", table(&run, agent, fidelity));
+        }
+        runs.push((run, fidelity));
+    }
+    if args.json {
+        let docs: Vec<Value> = runs
+            .into_iter()
+            .map(|(mut run, fidelity)| {
+                if args.series.is_none() {
+                    run.samples.clear();
+                }
+                let mut v = serde_json::to_value(&run).unwrap_or(Value::Null);
+                if let (Some(o), Some((mean, p95))) = (v.as_object_mut(), fidelity) {
+                    o.insert(
+                        "fidelity".into(),
+                        serde_json::json!({"mean_ape": mean, "p95_ape": p95}),
+                    );
+                }
+                v
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "version": 1, "runs": docs }))
+            .map_err(|e| Error::Invalid(format!("cannot write the run as JSON: {e}")))?;
+        println!("{text}");
+    }
+    Ok(())
+}
+
+fn usd(x: f64) -> String {
+    let cents = (x * 100.0).round() as u64;
+    format!("${}.{:02}", fmt_tokens(cents / 100), cents % 100)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("–".into(), |v| format!("{:.1} %", v * 100.0))
+}
+
+/// The human table of one run.
+fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> String {
+    let m = &run.metrics;
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    row("calls", fmt_tokens(m.calls));
+    row("total input tokens", fmt_tokens(m.total_input_tokens));
+    row("total output tokens", fmt_tokens(m.total_output_tokens));
+    row("peak context", fmt_tokens(m.peak_context));
+    row("p95 context", fmt_tokens(m.p95_context));
+    row("calls over the window", fmt_tokens(m.calls_over_window));
+    for (kind, st) in &m.compactions {
+        row(
+            &format!(
+                "compactions: {}",
+                serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            ),
+            format!(
+                "{} ({} → {} tokens)",
+                fmt_tokens(st.count),
+                fmt_tokens(st.tokens_before),
+                fmt_tokens(st.tokens_after)
+            ),
+        );
+    }
+    row(
+        "compaction overhead tokens",
+        fmt_tokens(m.compaction_overhead_tokens),
+    );
+    row("silently lost tokens", fmt_tokens(m.lost_tokens));
+    row(
+        "cache read / write tokens",
+        format!(
+            "{} / {}",
+            fmt_tokens(m.cache_read_tokens),
+            fmt_tokens(m.cache_write_tokens)
+        ),
+    );
+    let unpriced = if m.cost.unpriced_calls > 0 {
+        format!(
+            " ({} calls of unknown models not priced)",
+            fmt_tokens(m.cost.unpriced_calls)
+        )
+    } else {
+        String::new()
+    };
+    row(
+        "cost",
+        format!(
+            "{} (summarizer {}){unpriced}",
+            usd(m.cost.total_usd),
+            usd(m.cost.summarizer_usd)
+        ),
+    );
+    row(
+        "needed-fact recall",
+        format!(
+            "{} – {} of {} facts",
+            pct(m.recall.lower),
+            pct(m.recall.upper),
+            fmt_tokens(m.recall.needed)
+        ),
+    );
+    row("pinned violations", fmt_tokens(m.pinned_violations));
+    row("split tool pairs", fmt_tokens(m.split_tool_pairs));
+    if let Some(r) = &run.recorded {
+        row("recorded input tokens", fmt_tokens(r.input_tokens));
+        row("recorded cost", usd(r.cost_usd));
+        row(
+            "cache reads: recorded / predicted",
+            format!(
+                "{} / {}",
+                fmt_tokens(r.cache_read_tokens),
+                fmt_tokens(r.predicted_cache_read_tokens)
+            ),
+        );
+        row(
+            "replayed vs recorded input",
+            format!(
+                "mean {:.1} %, p95 {:.1} % error",
+                r.input_mean_ape, r.input_p95_ape
+            ),
+        );
+    }
+    let mut out = format!(
+        "session {} — strategy {}{} — window {}, max output {}, counter {}\n",
+        run.session,
+        run.strategy,
+        run.plugin
+            .as_ref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default(),
+        fmt_tokens(run.budget.context_window),
+        fmt_tokens(run.budget.max_output),
+        run.counter
+    );
+    match fidelity {
+        Some((mean, p95)) => out.push_str(&format!(
+            "fidelity: calibrated on the log's usage, estimate error mean {mean:.1} %, p95 {p95:.1} %\n"
+        )),
+        None => out.push_str("fidelity: unknown (the log records no usage; counts are uncalibrated)\n"),
+    }
+    let w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    for (k, v) in rows {
+        out.push_str(&format!("  {k:<w$}  {v}\n"));
+    }
+    // Per agent, when there are several (or one is asked for).
+    let n = run.agents.len();
+    if n > 1 || agent.is_some() {
+        out.push_str("  per agent:\n");
+        for (i, id) in run
+            .agents
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| agent.map_or(true, |a| a == *i))
+        {
+            let s: Vec<_> = run.samples.iter().filter(|s| s.agent == i).collect();
+            let Some(last) = s.last() else { continue };
+            let peak = s.iter().map(|s| s.input_tokens).max().unwrap_or(0);
+            out.push_str(&format!(
+                "    {id}: {} calls, cumulative input {}, peak context {}\n",
+                fmt_tokens(s.len() as u64),
+                fmt_tokens(last.cumulative_input),
+                fmt_tokens(peak)
+            ));
+        }
+    }
+    let notable: Vec<_> = run
+        .events
+        .iter()
+        .filter(|e| agent.map_or(true, |a| e.agent == a))
+        .filter(|e| e.kind != ctxlab_plugin_api::EventKind::Note)
+        .collect();
+    if !notable.is_empty() {
+        out.push_str(&format!(
+            "  events ({}):\n",
+            fmt_tokens(notable.len() as u64)
+        ));
+        for e in notable.iter().take(20) {
+            out.push_str(&format!(
+                "    call {}: {} {}: {}\n",
+                fmt_tokens(e.call as u64),
+                e.kind.as_str(),
+                e.code,
+                e.message
+            ));
+        }
+        if notable.len() > 20 {
+            out.push_str(&format!(
+                "    … {} more (--json shows all)\n",
+                fmt_tokens(notable.len() as u64 - 20)
+            ));
+        }
+    }
+    out
 }

@@ -303,7 +303,13 @@ impl<'s, 'o> Engine<'s, 'o> {
             context_before: rc.pre_tokens.unwrap_or_else(|| fit.predict(before)),
             context_after: fit.predict(ctx.total_tokens()),
             tokens_before: scale(fit, removed),
-            tokens_after: 0,
+            // The summary reaches the agent as the next message; its size is what replaced the history.
+            tokens_after: rc.summary.map_or(0, |m| {
+                scale(
+                    fit,
+                    self.opts.counter.count_message(&self.session.messages[m]),
+                )
+            }),
             summarizer_input: 0,
             summarizer_output: 0,
             trigger: Some(rc.trigger.clone()),

@@ -29,7 +29,7 @@ pub struct Sample {
     pub cache_read: u64,
     pub cache_write: u64,
     pub cost_usd: f64,
-    /// The input does not fit the window with room for the maximum output.
+    /// The input alone exceeds the context window: the call could not have been sent.
     pub over_window: bool,
     /// The usage the log recorded for this call.
     pub recorded: Option<Usage>,

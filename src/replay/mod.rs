@@ -10,6 +10,7 @@
 //! - `facts`: fact extraction for needed-fact recall;
 //! - `pricing`: the model table (windows, prices) from `data/models.toml`;
 //! - `metrics`: every figure of a run, and the prompt-cache model;
+//! - `series`: the per-call series as CSV;
 //! - `engine`: the loop.
 
 mod context;
@@ -18,6 +19,7 @@ mod facts;
 mod feed;
 pub mod metrics;
 pub mod pricing;
+mod series;
 mod summarizer;
 mod validate;
 
@@ -25,6 +27,7 @@ pub use metrics::{
     Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall, RecordedMetrics, Sample,
 };
 pub use pricing::{CacheTtl, ModelInfo, ModelTable};
+pub use series::{write_series_csv, SERIES_COLUMNS};
 pub use summarizer::SummarizerModel;
 pub use validate::MAX_OPS;
 

@@ -136,7 +136,8 @@ impl ModelTable {
     }
 
     /// The model a log names: exact id or alias, else the longest id or alias its name starts
-    /// with. Provider prefixes (`anthropic/`, `openai:`) and case are ignored.
+    /// with at a word boundary (a dated or point release falls back to its family:
+    /// `gpt-5.4` → `gpt-5`). Provider prefixes (`anthropic/`, `openai:`) and case are ignored.
     pub fn find(&self, name: &str) -> Option<&ModelInfo> {
         let lower = name.trim().to_ascii_lowercase();
         let bare = lower.rsplit(['/', ':']).next().unwrap_or(&lower);
@@ -157,7 +158,7 @@ impl ModelTable {
             .flat_map(|m| names(m).into_iter().map(move |n| (n, m)))
             .filter(|(n, _)| {
                 bare.starts_with(n.as_str())
-                    && !bare[n.len()..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '.')
+                    && !bare[n.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
             })
             .max_by_key(|(n, _)| n.len())
             .map(|(_, m)| m)
@@ -187,6 +188,8 @@ mod tests {
         assert_eq!(t.find("gpt-5-codex").unwrap().id, "gpt-5");
         assert_eq!(t.find("gpt-5-mini-2025-08-07").unwrap().id, "gpt-5-mini");
         assert_eq!(t.find("gpt-4.1-mini").unwrap().id, "gpt-4.1-mini");
+        assert_eq!(t.find("gpt-5.4").unwrap().id, "gpt-5");
+        assert!(t.find("gpt-50").is_none());
         assert_eq!(
             t.find("gemini-2.5-flash-lite").unwrap().id,
             "gemini-2.5-flash-lite"
