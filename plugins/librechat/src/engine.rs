@@ -6,7 +6,7 @@
 //! full compaction of the summarization path changes the history (`Persistent`).
 
 use crate::config::{Config, Trigger};
-use crate::trim::{self, Edit};
+use crate::trim::{self, Cut, Edit};
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, Msg, OpKind, Role, Scope, Strategy, Threshold,
     ThresholdKind,
@@ -201,16 +201,20 @@ struct Pipeline<'c, 'a> {
     cfg: &'c Config,
     index: &'c Index,
     stages: Stages,
+    placeholder_chars: u64,
 }
 
 impl Pipeline<'_, '_> {
-    /// The edit of message `i` with the stages up to `upto` applied.
-    fn edit(&self, i: usize, upto: u8) -> Option<Edit> {
+    /// How message `i` is shortened with the stages up to `upto` applied, and the chars it keeps.
+    fn cut(&self, i: usize, upto: u8) -> Option<(Cut, u64)> {
         let m = self.call.msg(i);
         if m.is_pinned() {
             return None;
         }
         let s = &self.stages;
+        let len = m.chars();
+        let placeholder = self.placeholder_chars;
+        let kept = |c: Cut| (c, c.chars(len, placeholder));
         if m.role() == Role::Assistant && m.has_tool_calls() {
             let cap = [
                 s.preflight_base
@@ -222,12 +226,11 @@ impl Pipeline<'_, '_> {
             .flatten()
             .min()?;
             let (_, excess) = args_chars(&m, cap);
-            return trim::input_cut(m.chars(), excess);
+            return (excess > 0).then(|| kept(Cut::Input { excess }));
         }
         if !is_tool_result(&m) {
             return None;
         }
-        let len = m.chars();
         let mut cap = u64::MAX;
         if upto >= MASKING && i < s.consumed_end {
             cap = trim::MASKED_RESULT_MAX_CHARS;
@@ -237,37 +240,34 @@ impl Pipeline<'_, '_> {
             let c = trim::recency_cap(trim::max_result_chars(base), rank, self.index.tool_count());
             cap = cap.min(c);
         }
-        let mut edit = trim::result_cut(len, cap);
-        let current = edit.as_ref().map_or(len, Edit::chars).min(len);
+        let mut cut = (len > cap).then(|| kept(Cut::Result { max: cap }));
+        let current = cut.map_or(len, |c| c.1);
         let p = &self.cfg.pruning;
         if let Some((lo, hi)) = s.pruning.filter(|_| upto >= CONTEXT_PRUNING) {
             if i >= lo && i < hi && current >= p.min_prunable_tool_chars {
                 let n = self.call.len() as f64;
                 let age = (n - i as f64) / n;
                 if age >= p.hard_clear_ratio && p.hard_clear_enabled {
-                    edit = Some(Edit::Clear {
-                        placeholder: p.hard_clear_placeholder.clone(),
-                    });
+                    cut = Some(kept(Cut::Clear));
                 } else if age >= p.soft_trim_ratio && current > p.soft_trim_max_chars {
-                    edit = Some(trim::soft_trim(
-                        current,
-                        p.soft_trim_head_chars,
-                        p.soft_trim_tail_chars,
-                    ));
+                    cut = Some(kept(Cut::Soft {
+                        len: current,
+                        head: p.soft_trim_head_chars,
+                        tail: p.soft_trim_tail_chars,
+                    }));
                 }
             }
         }
         if let Some(e) = s.emergency.filter(|_| upto >= EMERGENCY) {
-            let now = edit.as_ref().map_or(len, Edit::chars).min(len);
-            if now > e {
-                edit = trim::result_cut(len, e);
+            if cut.map_or(len, |c| c.1) > e {
+                cut = Some(kept(Cut::Result { max: e }));
             }
         }
-        edit.filter(|e| e.chars() < len)
+        cut.filter(|c| c.1 < len)
     }
 
     fn tokens(&self, i: usize, upto: u8) -> u64 {
-        trim::tokens_after(&self.call.msg(i), self.edit(i, upto).as_ref())
+        trim::tokens_kept(&self.call.msg(i), self.cut(i, upto).map(|c| c.1))
     }
 
     /// `getMessagesWithinTokenLimit`: keeps messages newest-first while they fit in `available`
@@ -394,6 +394,46 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
+/// The edits of the kept messages `[cut, n)` as op ranges. Results cut to the same cap share one
+/// range when every message between them is short enough for the host to leave it as it is
+/// (at most head + tail chars) and not pinned.
+fn edit_ranges(pipe: &Pipeline<'_, '_>, cut: usize) -> Vec<(usize, usize, Cut)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, usize, Cut, u64)> = None;
+    let mut gap_ok = true;
+    for i in cut..pipe.call.len() {
+        match pipe.cut(i, EMERGENCY) {
+            Some((c, _)) => {
+                if let Some((s, _, oc, ht)) = open {
+                    if oc == c && gap_ok && matches!(c, Cut::Result { .. }) {
+                        open = Some((s, i + 1, oc, ht));
+                        continue;
+                    }
+                }
+                if let Some((s, e, oc, _)) = open.take() {
+                    out.push((s, e, oc));
+                }
+                let ht = match c.edit(pipe.call.msg(i).chars(), "") {
+                    Edit::Truncate { head, tail, .. } => head + tail,
+                    Edit::Clear { .. } => 0,
+                };
+                open = Some((i, i + 1, c, ht));
+                gap_ok = true;
+            }
+            None => {
+                if let Some((_, _, _, ht)) = open {
+                    let m = pipe.call.msg(i);
+                    gap_ok &= !m.is_pinned() && m.chars() <= ht;
+                }
+            }
+        }
+    }
+    if let Some((s, e, oc, _)) = open {
+        out.push((s, e, oc));
+    }
+    out
+}
+
 /// Drop ranges over `[floor, cut)` that leave pinned messages in place.
 fn drop_ranges(pinned: &[usize], floor: usize, cut: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -497,6 +537,7 @@ impl Strategy for LibreChat {
             cfg,
             index: &st.index,
             stages,
+            placeholder_chars: cfg.pruning.hard_clear_placeholder.chars().count() as u64,
         };
         let raw_budget = (pruning_budget as f64 / ratio).round() as u64;
         let raw_instructions = (instructions as f64 / ratio).round() as u64;
@@ -590,14 +631,11 @@ impl Strategy for LibreChat {
         }
 
         // Ops for this call: drops of the pruned prefix, then the edits of what is kept.
-        let mut edits: Vec<(usize, Edit)> = (cut..n)
-            .filter_map(|i| pipe.edit(i, EMERGENCY).map(|e| (i, e)))
-            .collect();
+        let mut edits = edit_ranges(&pipe, cut);
         let mut drops = drop_ranges(&st.index.pinned, floor, cut);
         if drops.len() + edits.len() > MAX_OPS {
             let room = MAX_OPS.saturating_sub(drops.len() + 1);
-            let extra_from = edits[edits.len() - room].0;
-            let (c, o) = repair_orphans(call, extra_from);
+            let (c, o) = repair_orphans(call, edits[edits.len() - room].0);
             orphans += o;
             notes.push((
                 EventKind::Warn,
@@ -609,7 +647,10 @@ impl Strategy for LibreChat {
                 ),
             ));
             cut = c;
-            edits.retain(|(i, _)| *i >= cut);
+            edits.retain(|r| r.1 > cut);
+            for r in &mut edits {
+                r.0 = r.0.max(cut);
+            }
             drops = drop_ranges(&st.index.pinned, floor, cut);
         }
 
@@ -651,12 +692,13 @@ impl Strategy for LibreChat {
         for (s, e) in drops {
             out.drop_range(s..e, Scope::ThisCall);
         }
-        for (i, e) in edits {
-            let kind = match e {
+        let placeholder = &cfg.pruning.hard_clear_placeholder;
+        for (start, end, cut) in edits {
+            let kind = match cut.edit(call.msg(start).chars(), placeholder) {
                 Edit::Truncate { head, tail, marker } => OpKind::Truncate { head, tail, marker },
                 Edit::Clear { placeholder } => OpKind::Mask { placeholder },
             };
-            out.op(kind, Scope::ThisCall, i..i + 1);
+            out.op(kind, Scope::ThisCall, start..end);
         }
         Ok(())
     }

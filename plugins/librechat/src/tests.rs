@@ -706,19 +706,38 @@ fn agents_keep_separate_state() {
     assert_eq!(gauge(&d, "calibration_ratio"), 1.0);
 }
 
-#[test]
-fn a_large_tool_heavy_context_stays_within_the_op_limit() {
+fn tool_heavy(turns: usize, answer: &str) -> Vec<TestMsg> {
     let mut msgs = vec![TestMsg::user("go")];
-    for i in 0..600 {
+    for i in 0..turns {
         msgs.extend(tool_msgs(&format!("c{i}"), 1_500));
-        msgs.push(TestMsg::assistant("Noted, continuing."));
+        msgs.push(TestMsg::assistant(answer));
     }
+    msgs
+}
+
+#[test]
+fn a_large_tool_heavy_context_merges_its_masks() {
+    let msgs = tool_heavy(600, "Noted, continuing.");
     let total: u64 = msgs.iter().map(|m| m.token_count()).sum();
     let mut s = strategy(json!({"enabled": false, "reserveRatio": 0.0}));
     let t = call(msgs, total * 10 / 9, 0);
     let d = t.decide(&mut *s).unwrap();
     assert_valid(&t, &d);
-    assert!(has_event(&d, "op_limit"), "{:#?}", d.events);
+    assert!(!has_event(&d, "op_limit"));
+    assert!(d.ops.len() <= 3, "{:?}", d.ops.len());
+}
+
+#[test]
+fn beyond_256_edits_more_is_dropped_and_said() {
+    // Long assistant answers between results: no merging, 600 separate masks.
+    let msgs = tool_heavy(600, &format!("Noted. {}", text(400, 'n')));
+    let total: u64 = msgs.iter().map(|m| m.token_count()).sum();
+    let mut s = strategy(json!({"enabled": false, "reserveRatio": 0.0}));
+    let t = call(msgs, total * 10 / 9, 0);
+    let d = t.decide(&mut *s).unwrap();
+    assert_valid(&t, &d);
+    assert_eq!(event(&d, "op_limit").kind, EventKind::Warn);
+    assert_eq!(d.ops[0].kind, OpKind::Drop);
 }
 
 // ---------------------------------------------------------------- export / import
@@ -902,27 +921,59 @@ fn export_import_round_trip_over_many_parameter_sets() {
 
 #[test]
 fn the_truncation_shapes_match_librechat() {
+    use trim::Cut;
     // Under 200 chars available: head only, then the indicator without its trailing newlines.
-    match trim::result_cut(10_000, 230).unwrap() {
+    match (Cut::Result { max: 230 }).edit(10_000, "") {
         Edit::Truncate { head, tail, marker } => {
-            let full = "\n\n… [truncated: 10000 chars exceeded 230 limit] …\n\n";
+            let full = "\n\n… [truncated: exceeded 230 limit] …\n\n";
             assert_eq!(tail, 0);
             assert_eq!(marker, full.trim_end());
             assert_eq!(head, 230 - full.chars().count() as u64);
+            assert_eq!(
+                Cut::Result { max: 230 }.chars(10_000, 0),
+                head + marker.chars().count() as u64
+            );
         }
         e => panic!("{e:?}"),
     }
-    // Enough room: 70 % head, 30 % tail.
-    match trim::result_cut(10_000, 1_000).unwrap() {
+    // Enough room: 70 % head, 30 % tail, exactly the cap in total.
+    match (Cut::Result { max: 1_000 }).edit(10_000, "") {
         Edit::Truncate { head, tail, marker } => {
             let available = 1_000 - marker.chars().count() as u64;
             assert_eq!(head, (available * 7).div_ceil(10));
             assert_eq!(head + tail, available);
+            assert_eq!(Cut::Result { max: 1_000 }.chars(10_000, 0), 1_000);
         }
         e => panic!("{e:?}"),
     }
-    assert!(trim::result_cut(100, 300).is_none());
+    // Input cuts keep the message minus the arguments' excess.
+    let c = Cut::Input { excess: 5_000 };
+    match c.edit(8_000, "") {
+        Edit::Truncate { head, tail, marker } => {
+            assert_eq!(head + tail + marker.chars().count() as u64, 3_000);
+            assert_eq!(c.chars(8_000, 0), 3_000);
+        }
+        e => panic!("{e:?}"),
+    }
     let _ = LibreChat::new(
         Config::from_params(&Params::resolve(&config::schema(), &json!({})).unwrap()).unwrap(),
     );
+}
+
+#[test]
+fn consecutive_masked_results_share_one_op() {
+    // Parallel calls answered together, then a substantive answer: the three consumed results are
+    // cut to the same cap and separated only by short messages → one op.
+    let mut msgs = vec![TestMsg::user(&text(3_000, 'u'))];
+    for i in 0..3 {
+        msgs.extend(tool_msgs(&format!("c{i}"), 2_000));
+    }
+    msgs.push(TestMsg::assistant("All three files read; summarising now."));
+    let mut s = strategy(json!({"reserveRatio": 0.0}));
+    let total: u64 = msgs.iter().map(|m| m.token_count()).sum();
+    let t = call(msgs, total * 10 / 9, 0);
+    let d = t.decide(&mut *s).unwrap();
+    assert_valid(&t, &d);
+    assert_eq!(d.ops.len(), 1, "{:?}", d.ops);
+    assert_eq!((d.ops[0].start, d.ops[0].end), (2, 7));
 }

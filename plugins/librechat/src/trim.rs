@@ -1,4 +1,6 @@
-//! LibreChat's text-shortening rules, as char caps and the head/tail/marker the host applies.
+//! LibreChat's text-shortening rules. A `Cut` says how a message is shortened and how many chars
+//! it keeps, without building any text (the pipeline evaluates cuts for every kept message at
+//! every call); `Cut::edit` builds the head/tail/marker the host applies, only for emitted ops.
 
 use ctxlab_plugin_api::Msg;
 
@@ -9,7 +11,7 @@ pub const MASKED_RESULT_MAX_CHARS: u64 = 300;
 /// Smallest per-result cap of pre-flight truncation.
 const PREFLIGHT_MIN_CHARS: u64 = 200;
 
-/// What happens to one message's content.
+/// What the host does to one message's content.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Edit {
     Truncate {
@@ -22,74 +24,127 @@ pub enum Edit {
     },
 }
 
-impl Edit {
-    pub fn chars(&self) -> u64 {
-        match self {
-            Edit::Truncate { head, tail, marker } => head + tail + marker.chars().count() as u64,
-            Edit::Clear { placeholder } => placeholder.chars().count() as u64,
+/// How one message is shortened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cut {
+    /// `truncateToolResultContent(content, max)`.
+    Result { max: u64 },
+    /// `truncateToolInput` on the message's call arguments: `excess` chars of them go.
+    Input { excess: u64 },
+    /// contextPruning's soft trim of a result whose current length is `len`.
+    Soft { len: u64, head: u64, tail: u64 },
+    /// contextPruning's hard clear.
+    Clear,
+}
+
+fn digits(n: u64) -> u64 {
+    n.checked_ilog10().unwrap_or(0) as u64 + 1
+}
+
+/// The indicator of `truncateToolResultContent`. LibreChat also writes the original length in it;
+/// ctxlab leaves it out so that results cut to the same cap carry the same edit and consecutive
+/// ones can share one op (the host's limit is 256 ops per call).
+fn result_marker(max: u64) -> String {
+    format!("\n\n… [truncated: exceeded {max} limit] …\n\n")
+}
+
+fn result_marker_chars(max: u64) -> u64 {
+    "\n\n… [truncated: exceeded  limit] …\n\n".chars().count() as u64 + digits(max)
+}
+
+fn input_marker(excess: u64) -> String {
+    format!("\n… [truncated: {excess} chars of tool input removed] …\n")
+}
+
+fn soft_marker(len: u64, kept: u64) -> String {
+    format!("\n\n… [soft-trimmed: {len} chars → {kept} chars, middle removed] …\n\n")
+}
+
+impl Cut {
+    /// Chars a message of `len` chars keeps (never more than `len`).
+    pub fn chars(&self, len: u64, placeholder_chars: u64) -> u64 {
+        let kept = match *self {
+            Cut::Result { max } => {
+                let m = result_marker_chars(max);
+                if max <= m {
+                    max
+                } else if max - m < 200 {
+                    max - 2
+                } else {
+                    max
+                }
+            }
+            Cut::Input { excess } => len
+                .saturating_sub(excess)
+                .max(input_marker(excess).chars().count() as u64),
+            Cut::Soft {
+                len: cur,
+                head,
+                tail,
+            } => head + tail + soft_marker(cur, head + tail).chars().count() as u64,
+            Cut::Clear => placeholder_chars,
+        };
+        kept.min(len)
+    }
+
+    /// The head/tail/marker (or placeholder) the host applies to a message of `len` chars.
+    pub fn edit(&self, len: u64, placeholder: &str) -> Edit {
+        match *self {
+            Cut::Result { max } => result_edit(len, max),
+            Cut::Input { excess } => {
+                let marker = input_marker(excess);
+                let keep = len
+                    .saturating_sub(excess)
+                    .saturating_sub(marker.chars().count() as u64);
+                let head = (keep * 7).div_ceil(10);
+                Edit::Truncate {
+                    head,
+                    tail: keep - head,
+                    marker,
+                }
+            }
+            Cut::Soft {
+                len: cur,
+                head,
+                tail,
+            } => Edit::Truncate {
+                head,
+                tail,
+                marker: soft_marker(cur, head + tail),
+            },
+            Cut::Clear => Edit::Clear {
+                placeholder: placeholder.to_string(),
+            },
         }
     }
 }
 
-/// `truncateToolResultContent(content, maxChars)`: head 70 % / tail 30 % around an indicator,
-/// head-only when less than 200 chars remain (newline snapping is not modelled).
-pub fn result_cut(len: u64, max_chars: u64) -> Option<Edit> {
-    if len <= max_chars {
-        return None;
-    }
-    let marker = format!("\n\n… [truncated: {len} chars exceeded {max_chars} limit] …\n\n");
-    let mlen = marker.chars().count() as u64;
-    if max_chars <= mlen {
-        return Some(Edit::Truncate {
-            head: max_chars,
+/// `truncateToolResultContent`: head 70 % / tail 30 % around the indicator, head-only with the
+/// indicator's trailing newlines trimmed when less than 200 chars remain (newline snapping is
+/// not modelled).
+fn result_edit(_len: u64, max: u64) -> Edit {
+    let marker = result_marker(max);
+    let m = marker.chars().count() as u64;
+    if max <= m {
+        return Edit::Truncate {
+            head: max,
             tail: 0,
             marker: String::new(),
-        });
+        };
     }
-    let available = max_chars - mlen;
+    let available = max - m;
     if available < 200 {
-        return Some(Edit::Truncate {
+        return Edit::Truncate {
             head: available,
             tail: 0,
             marker: marker.trim_end().to_string(),
-        });
+        };
     }
     let head = (available * 7).div_ceil(10);
-    Some(Edit::Truncate {
+    Edit::Truncate {
         head,
         tail: available - head,
         marker,
-    })
-}
-
-/// `truncateToolInput` on the arguments of a message's calls: `excess` chars of arguments go,
-/// the rest of the message stays. The host cuts the message's whole text, so the cut is a
-/// 70/30 head/tail of what is kept.
-pub fn input_cut(msg_chars: u64, excess: u64) -> Option<Edit> {
-    if excess == 0 {
-        return None;
-    }
-    let marker = format!("\n… [truncated: {excess} chars of tool input removed] …\n");
-    let keep = msg_chars
-        .saturating_sub(excess)
-        .saturating_sub(marker.chars().count() as u64);
-    let head = (keep * 7).div_ceil(10);
-    Some(Edit::Truncate {
-        head,
-        tail: keep - head,
-        marker,
-    })
-}
-
-/// contextPruning's soft trim: head + tail around a "soft-trimmed" indicator.
-pub fn soft_trim(len: u64, head: u64, tail: u64) -> Edit {
-    Edit::Truncate {
-        head,
-        tail,
-        marker: format!(
-            "\n\n… [soft-trimmed: {len} chars → {} chars, middle removed] …\n\n",
-            head + tail
-        ),
     }
 }
 
@@ -117,15 +172,15 @@ pub fn recency_cap(base_chars: u64, rank: u64, count: u64) -> u64 {
     ((base_chars as f64 * factor).floor() as u64).max(PREFLIGHT_MIN_CHARS)
 }
 
-/// Tokens of a message after an edit: its tokens scaled by the chars it keeps.
-pub fn tokens_after(msg: &Msg<'_>, edit: Option<&Edit>) -> u64 {
+/// Tokens of a message that keeps `kept` of its chars: its tokens scaled by the share kept.
+pub fn tokens_kept(msg: &Msg<'_>, kept: Option<u64>) -> u64 {
     let tokens = msg.tokens();
-    match edit {
+    match kept {
         None => tokens,
-        Some(e) if msg.chars() == 0 => tokens.min(e.chars().div_ceil(4) + 4),
-        Some(e) => {
-            let kept = e.chars().min(msg.chars());
-            ((tokens as u128 * kept as u128).div_ceil(msg.chars() as u128) as u64).min(tokens)
+        Some(k) if msg.chars() == 0 => tokens.min(k.div_ceil(4) + 4),
+        Some(k) => {
+            let k = k.min(msg.chars());
+            ((tokens as u128 * k as u128).div_ceil(msg.chars() as u128) as u64).min(tokens)
         }
     }
 }
