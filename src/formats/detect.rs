@@ -58,6 +58,8 @@ pub fn detect(path: &Path) -> Result<&'static str> {
     let mut seen = 0;
     let mut parsed_any = false;
     let mut last_err = String::new();
+    // A first line that is an unfinished JSON value: the file is one multi-line JSON document.
+    let mut document = false;
     while seen < SNIFF_LINES {
         match lines.next_line().map_err(|e| Error::io(path, e))? {
             Next::Eof => break,
@@ -77,18 +79,29 @@ pub fn detect(path: &Path) -> Result<&'static str> {
                             return Ok(id);
                         }
                     }
-                    Some(Ok(_)) => parsed_any = true,
-                    Some(Err(e)) => last_err = format!("line {}: {e}", lines.line_no()),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        if seen == 1 && e.is_eof() {
+                            document = true;
+                            break;
+                        }
+                        last_err = format!("line {}: {e}", lines.line_no());
+                    }
                     None => {}
                 }
             }
         }
     }
-    if !parsed_any {
-        // Not JSON lines: perhaps one pretty-printed JSON object (`{"messages": [...]}`).
+    if document {
+        // One pretty-printed JSON object: the chat-messages form `{"messages": [...]}`.
         if String::from_utf8_lossy(&head).contains("\"messages\"") {
             return Ok(openai::ID);
         }
+        return Err(unknown(
+            "one multi-line JSON object without a `messages` list near its start".into(),
+        ));
+    }
+    if !parsed_any {
         return Err(unknown(format!("not JSON lines ({last_err})")));
     }
     Err(unknown(format!(
@@ -126,6 +139,9 @@ fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     }
     if fuseraft::sniff(o) {
         return Some(fuseraft::ID);
+    }
+    if http_capture::sniff(o) {
+        return Some(http_capture::ID);
     }
     if claude_code::sniff(o) {
         return Some(claude_code::ID);

@@ -9,6 +9,7 @@ pub mod codex;
 mod de;
 mod detect;
 pub mod fuseraft;
+pub mod http_capture;
 mod lines;
 pub mod native;
 pub mod openai;
@@ -31,6 +32,7 @@ pub const FORMATS: &[&str] = &[
     openai::ID,
     fuseraft::ID,
     native::ID,
+    http_capture::ID,
 ];
 
 /// Reads one session from one file, in whatever format its content shows.
@@ -48,6 +50,7 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         pi::ID => pi::read(path),
         openai::ID => openai::read(path),
         fuseraft::ID => fuseraft::read(path),
+        http_capture::ID => http_capture::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")

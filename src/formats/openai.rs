@@ -26,7 +26,7 @@ use crate::{Error, Result};
 pub const ID: &str = "openai-messages";
 
 #[derive(Deserialize)]
-struct OaMessage {
+pub(crate) struct OaMessage {
     #[serde(default)]
     role: LenientStr,
     #[serde(default)]
@@ -74,7 +74,7 @@ struct OaFunction {
 }
 
 #[derive(Deserialize)]
-struct OaUsage {
+pub(crate) struct OaUsage {
     #[serde(default)]
     prompt_tokens: Count,
     #[serde(default)]
@@ -87,6 +87,108 @@ struct OaUsage {
 struct CachedDetails {
     #[serde(default)]
     cached_tokens: Count,
+}
+
+impl OaUsage {
+    /// `prompt_tokens` includes the cached part: `input` is what was not read from the cache.
+    pub(crate) fn to_usage(&self) -> Usage {
+        let prompt = self.prompt_tokens.get();
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .map_or(0, |d| d.cached_tokens.get())
+            .min(prompt);
+        Usage {
+            input: prompt - cached,
+            output: self.completion_tokens.get(),
+            cache_read: cached,
+            ..Usage::default()
+        }
+    }
+}
+
+/// The role and parts of one chat message (shared with readers of captured request bodies);
+/// `Err` carries the role that is not a chat role.
+pub(crate) fn convert(m: OaMessage) -> std::result::Result<(Role, Vec<Part>), String> {
+    let role_name = m.role.0.unwrap_or_default();
+    let role = match role_name.as_str() {
+        "system" | "developer" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" | "function" => Role::Tool,
+        _ => return Err(role_name),
+    };
+    let mut parts = Vec::new();
+    if let Some(text) = m.reasoning_content.0.filter(|t| !t.is_empty()) {
+        parts.push(Part::Thinking { text });
+    }
+    let mut text_parts = Vec::new();
+    match m.content {
+        StrOrBlocks::None => {}
+        StrOrBlocks::Str(text) => {
+            if !text.is_empty() {
+                text_parts.push(Part::Text { text });
+            }
+        }
+        StrOrBlocks::Blocks(blocks) => {
+            for b in blocks {
+                match b.kind.0.as_deref() {
+                    Some("image_url" | "input_image") => {
+                        let url = b.image_url.as_deref().map(image_url).unwrap_or_default();
+                        let (media_type, bytes) = data_url_image(&url);
+                        text_parts.push(Part::Image { media_type, bytes });
+                    }
+                    _ => {
+                        if let Some(text) = b.text.0 {
+                            text_parts.push(Part::Text { text });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if role == Role::Tool {
+        let mut content = String::new();
+        let mut images = Vec::new();
+        for p in text_parts {
+            match p {
+                Part::Text { text } => {
+                    if !content.is_empty() {
+                        content.push('\n');
+                    }
+                    content.push_str(&text);
+                }
+                img => images.push(img),
+            }
+        }
+        parts.push(Part::ToolResult {
+            call_id: m.tool_call_id.0.unwrap_or_default(),
+            content,
+            is_error: false,
+        });
+        parts.extend(images);
+    } else {
+        parts.extend(text_parts);
+    }
+    for tc in m.tool_calls.unwrap_or_default() {
+        let f = tc.function;
+        parts.push(Part::ToolCall {
+            id: tc.id.0.unwrap_or_default(),
+            name: f
+                .as_ref()
+                .and_then(|f| f.name.0.clone())
+                .unwrap_or_default(),
+            args: args_text(f.as_ref().and_then(|f| f.arguments.as_deref())),
+        });
+    }
+    if let Some(f) = m.function_call {
+        parts.push(Part::ToolCall {
+            id: String::new(),
+            name: f.name.0.unwrap_or_default(),
+            args: args_text(f.arguments.as_deref()),
+        });
+    }
+    Ok((role, parts))
 }
 
 /// Arguments as the model wrote them: the JSON string's content, or the raw JSON of an object.
@@ -116,98 +218,30 @@ impl Builder {
     }
 
     fn message(&mut self, m: OaMessage, pos: SourcePos) {
-        let role_name = m.role.0.unwrap_or_default();
-        let role = match role_name.as_str() {
-            "system" | "developer" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool" | "function" => Role::Tool,
-            other => {
-                self.s.warn(pos, format!("expected a message role (system, user, assistant, tool), found {other:?}; skipped"));
+        let name = m.name.0.clone();
+        let tool_call_id = m.tool_call_id.0.clone();
+        let usage = m.usage.as_ref().map(OaUsage::to_usage);
+        let msg_model = m.model.0.clone();
+        let (role, parts) = match convert(m) {
+            Ok(x) => x,
+            Err(found) => {
+                self.s.warn(pos, format!("expected a message role (system, user, assistant, tool), found {found:?}; skipped"));
                 return;
             }
         };
-        let mut parts = Vec::new();
-        if let Some(text) = m.reasoning_content.0.filter(|t| !t.is_empty()) {
-            parts.push(Part::Thinking { text });
-        }
-        let mut text_parts = Vec::new();
-        match m.content {
-            StrOrBlocks::None => {}
-            StrOrBlocks::Str(text) => {
-                if !text.is_empty() {
-                    text_parts.push(Part::Text { text });
-                }
-            }
-            StrOrBlocks::Blocks(blocks) => {
-                for b in blocks {
-                    match b.kind.0.as_deref() {
-                        Some("image_url" | "input_image") => {
-                            let url = b.image_url.as_deref().map(image_url).unwrap_or_default();
-                            let (media_type, bytes) = data_url_image(&url);
-                            text_parts.push(Part::Image { media_type, bytes });
-                        }
-                        _ => {
-                            if let Some(text) = b.text.0 {
-                                text_parts.push(Part::Text { text });
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let agent = match (&m.name.0, role) {
+        let agent = match (&name, role) {
             (Some(n), _) if !n.is_empty() => self.s.agent_index(n),
-            (_, Role::Tool) => m
-                .tool_call_id
-                .0
+            (_, Role::Tool) => tool_call_id
                 .as_ref()
                 .and_then(|id| self.call_owner.get(id).copied())
                 .unwrap_or_else(|| self.s.agent_index("main")),
             _ => self.s.agent_index("main"),
         };
-        if role == Role::Tool {
-            let mut content = String::new();
-            let mut images = Vec::new();
-            for p in text_parts {
-                match p {
-                    Part::Text { text } => {
-                        if !content.is_empty() {
-                            content.push('\n');
-                        }
-                        content.push_str(&text);
-                    }
-                    img => images.push(img),
-                }
-            }
-            parts.push(Part::ToolResult {
-                call_id: m.tool_call_id.0.unwrap_or_default(),
-                content,
-                is_error: false,
-            });
-            parts.extend(images);
-        } else {
-            parts.extend(text_parts);
-        }
-        for tc in m.tool_calls.unwrap_or_default() {
-            let f = tc.function;
-            let id = tc.id.0.unwrap_or_default();
+        for id in parts.iter().filter_map(|p| match p {
+            Part::ToolCall { id, .. } if !id.is_empty() => Some(id),
+            _ => None,
+        }) {
             self.call_owner.insert(id.clone(), agent);
-            parts.push(Part::ToolCall {
-                id,
-                name: f
-                    .as_ref()
-                    .and_then(|f| f.name.0.clone())
-                    .unwrap_or_default(),
-                args: args_text(f.as_ref().and_then(|f| f.arguments.as_deref())),
-            });
-        }
-        if let Some(f) = m.function_call {
-            parts.push(Part::ToolCall {
-                id: String::new(),
-                name: f.name.0.unwrap_or_default(),
-                args: args_text(f.arguments.as_deref()),
-            });
         }
         let mi = self.s.messages.len();
         self.s.messages.push(Message {
@@ -219,23 +253,10 @@ impl Builder {
             source: pos,
         });
         if role == Role::Assistant {
-            let model = m.model.0.or_else(|| self.model.clone());
+            let model = msg_model.or_else(|| self.model.clone());
             if self.s.agents[agent].model.is_none() {
                 self.s.agents[agent].model = model.clone();
             }
-            let usage = m.usage.map(|u| {
-                let prompt = u.prompt_tokens.get();
-                let cached = u
-                    .prompt_tokens_details
-                    .map_or(0, |d| d.cached_tokens.get())
-                    .min(prompt);
-                Usage {
-                    input: prompt - cached,
-                    output: u.completion_tokens.get(),
-                    cache_read: cached,
-                    ..Usage::default()
-                }
-            });
             self.s.calls.push(Call {
                 agent,
                 context_end: mi,
@@ -250,6 +271,15 @@ impl Builder {
     }
 
     fn finish(mut self, path: &Path, bytes: u64, hash: String) -> Session {
+        // The document's `model` may come after its messages (keys in any order).
+        if let Some(model) = &self.model {
+            for c in self.s.calls.iter_mut().filter(|c| c.model.is_none()) {
+                c.model = Some(model.clone());
+            }
+            for a in self.s.agents.iter_mut().filter(|a| a.model.is_none()) {
+                a.model = Some(model.clone());
+            }
+        }
         if self.s.id.is_empty() {
             self.s.id = path
                 .file_stem()
