@@ -83,7 +83,6 @@ struct Probe {
 
 /// One exchange, decoded.
 struct Exchange {
-    api: Api,
     /// The request's messages: the call's context.
     messages: Vec<(Role, Vec<Part>)>,
     /// System prompt text (Anthropic `system`, Gemini `systemInstruction`, or a leading system
@@ -131,7 +130,6 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
         guess_api(request.get())
     };
     let mut x = Exchange {
-        api,
         messages: Vec::new(),
         system: String::new(),
         tools: Vec::new(),
@@ -780,7 +778,7 @@ fn first_u64(h: &blake3::Hash) -> u64 {
 fn message_hash(role: Role, parts: &[Part]) -> u64 {
     let mut h = blake3::Hasher::new();
     h.update(role.as_str().as_bytes());
-    let mut field = |h: &mut blake3::Hasher, s: &str| {
+    let field = |h: &mut blake3::Hasher, s: &str| {
         h.update(&(s.len() as u64).to_le_bytes());
         h.update(s.as_bytes());
     };

@@ -220,7 +220,7 @@ fn validate(s: &mut Session, agent_lines: &[u32]) {
     for (i, a) in s.agents.iter_mut().enumerate() {
         if a.parent.is_some_and(|p| p >= n_agents || p == i) {
             warns.push((
-                agent_lines.get(i).copied().unwrap_or(0),
+                agent_lines.get(i).copied().unwrap_or(1),
                 format!(
                     "agent {i}: parent {:?} is not another agent; cleared",
                     a.parent
@@ -235,7 +235,7 @@ fn validate(s: &mut Session, agent_lines: &[u32]) {
             name: "main".into(),
             ..Agent::default()
         });
-        warns.push((0, "no agent records; one agent `main` assumed".into()));
+        warns.push((1, "no agent records; one agent `main` assumed".into()));
     }
     let n_agents = s.agents.len();
     let n_msgs = s.messages.len();
