@@ -11,7 +11,7 @@ use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, Msg, OpKind, Role, Scope, Strategy, Threshold,
     ThresholdKind,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Pressure at which observation masking (and fading) starts (`PRESSURE_THRESHOLD_MASKING`).
 pub const PRESSURE_MASKING: f64 = 0.8;
@@ -103,6 +103,12 @@ struct Index {
     last_substantive: Option<usize>,
     first_user: Option<usize>,
     pinned: Vec<usize>,
+    /// Position of each tool call by id.
+    calls: HashMap<String, usize>,
+    /// `(position, earliest call it answers)` of every tool result whose calls are in the log.
+    results: Vec<(usize, usize)>,
+    /// Largest distance from a result back to its call: orphans of a cut lie within it.
+    max_gap: usize,
 }
 
 impl Index {
@@ -130,6 +136,21 @@ impl Index {
             }
             if m.is_pinned() {
                 self.pinned.push(i);
+            }
+            for t in m.tools().filter(|t| !t.is_result()) {
+                self.calls.insert(t.id().to_string(), i);
+            }
+            if is_tool_result(&m) {
+                let earliest = m
+                    .tools()
+                    .filter(|t| t.is_result())
+                    .map(|t| self.calls.get(t.id()).copied().unwrap_or(usize::MAX))
+                    .min()
+                    .unwrap_or(usize::MAX);
+                if earliest <= i {
+                    self.max_gap = self.max_gap.max(i - earliest);
+                    self.results.push((i, earliest));
+                }
             }
         }
         self.len = n;
@@ -296,27 +317,21 @@ impl Pipeline<'_, '_> {
     }
 }
 
-/// Orphan repair: a kept tool result whose call was pruned is dropped with it (the cut moves past
-/// it), so no tool_result is ever sent without its tool_use. Returns the new cut and how many
-/// orphans were removed.
-fn repair_orphans(call: &Call<'_>, cut: usize) -> (usize, usize) {
+/// Orphan repair: a kept tool result whose call was pruned is dropped with it — the cut moves
+/// past it — so no tool_result is ever sent without its tool_use. Only results within `max_gap`
+/// of the cut can answer a pruned call, so only those are looked at. (A result whose call is not
+/// in the log at all is kept: nothing pairs with it.) Returns the new cut and the orphan count.
+fn repair_orphans(index: &Index, cut: usize) -> (usize, usize) {
     let mut new_cut = cut;
     let mut orphans = 0;
-    let mut calls: HashSet<&str> = HashSet::new();
-    for i in cut..call.len() {
-        let m = call.msg(i);
-        if is_tool_result(&m)
-            && m.tools()
-                .filter(|t| t.is_result())
-                .any(|t| !calls.contains(t.id()))
-        {
-            new_cut = i + 1;
-            orphans += 1;
-            calls.clear();
-            continue;
+    let from = index.results.partition_point(|&(p, _)| p < cut);
+    for &(p, earliest) in &index.results[from..] {
+        if p > new_cut + index.max_gap {
+            break;
         }
-        for t in m.tools().filter(|t| !t.is_result()) {
-            calls.insert(t.id());
+        if earliest < new_cut {
+            new_cut = p + 1;
+            orphans += 1;
         }
     }
     (new_cut, orphans)
@@ -546,7 +561,7 @@ impl Strategy for LibreChat {
         } else {
             pipe.fit(floor, raw_budget.saturating_sub(raw_instructions))
         };
-        let (repaired, mut orphans) = repair_orphans(call, cut);
+        let (repaired, mut orphans) = repair_orphans(&st.index, cut);
         cut = repaired;
         let refine = cut - floor;
         let mut notes: Vec<(EventKind, &str, String)> = Vec::new();
@@ -554,7 +569,8 @@ impl Strategy for LibreChat {
             if cfg.enabled {
                 let before = pipe.stages.preflight_base;
                 pipe.stages.preflight_base = Some(effective.max(1024));
-                let (c, o) = repair_orphans(call, pipe.fit(floor, pruning_budget - instructions));
+                let (c, o) =
+                    repair_orphans(&st.index, pipe.fit(floor, pruning_budget - instructions));
                 if c < n {
                     cut = c;
                     orphans = o;
@@ -571,7 +587,8 @@ impl Strategy for LibreChat {
             if cut == n {
                 let cap = ((effective / n as u64) * 4).max(200);
                 pipe.stages.emergency = Some(cap);
-                let (c, o) = repair_orphans(call, pipe.fit(floor, pruning_budget - instructions));
+                let (c, o) =
+                    repair_orphans(&st.index, pipe.fit(floor, pruning_budget - instructions));
                 cut = c;
                 orphans = o;
                 notes.push((
@@ -635,7 +652,7 @@ impl Strategy for LibreChat {
         let mut drops = drop_ranges(&st.index.pinned, floor, cut);
         if drops.len() + edits.len() > MAX_OPS {
             let room = MAX_OPS.saturating_sub(drops.len() + 1);
-            let (c, o) = repair_orphans(call, edits[edits.len() - room].0);
+            let (c, o) = repair_orphans(&st.index, edits[edits.len() - room].0);
             orphans += o;
             notes.push((
                 EventKind::Warn,
