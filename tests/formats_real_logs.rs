@@ -289,14 +289,13 @@ fn pi_session_with_compaction_and_a_corrupt_line() {
 
 #[test]
 fn every_other_real_log_is_refused_with_the_formats_tried_or_read() {
-    // Formats ctxlab does not read yet must fail with a clear error naming what was tried,
+    // Formats ctxlab does not read must fail with a clear error naming what was tried,
     // never panic or half-load silently.
     for rel in [
         "aider_afi-core/.aider.chat.history.md",
         "swe-agent/pydicom__pydicom-1458.traj",
         "otel-genai_ms-agent-framework/traces.jsonl",
         "anthropic-managed-agents_open-hai/transcript.jsonl",
-        "llm-trace-proxy_wang0618/nanobot.jsonl",
     ] {
         let p = real(rel);
         match formats::load_file(&p) {
