@@ -852,7 +852,10 @@ enum Step {
         hide_reply_of: Option<usize>,
     },
     /// The request's messages are the agent's whole context; `restart` when the agent had one.
-    Fresh { agent: usize, restart: bool },
+    Fresh {
+        agent: usize,
+        restart: bool,
+    },
 }
 
 struct PlanAgent {
@@ -954,7 +957,13 @@ fn plan(reqs: &[Req]) -> Plan {
                 } else {
                     ended(&agents[owner]).then_some(owner)
                 };
-                fresh(&mut agents, found, reqs[i].kind, Some(owner).filter(|_| side[i]), i)
+                fresh(
+                    &mut agents,
+                    found,
+                    reqs[i].kind,
+                    Some(owner).filter(|_| side[i]),
+                    i,
+                )
             }
             None => {
                 let found = agents
@@ -1019,7 +1028,11 @@ impl JsonSink for Scan {
             Ok(x) if x.count_only => skipped(),
             Ok(x) => Req {
                 kind: kind_of(&x),
-                hashes: x.messages.iter().map(|(r, p)| message_hash(*r, p)).collect(),
+                hashes: x
+                    .messages
+                    .iter()
+                    .map(|(r, p)| message_hash(*r, p))
+                    .collect(),
                 reply: x.reply.as_ref().map(|p| message_hash(Role::Assistant, p)),
                 skip: false,
                 model: x.model.clone(),
