@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build test app bench demo fmt
+.PHONY: setup build test app app-test ui bench demo fmt
 
 setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS)
@@ -14,15 +14,32 @@ build: setup
 
 test: build
 	$(CARGO) test --workspace --no-fail-fast
+	$(MAKE) --no-print-directory app-test
 
-app: setup
+# The desktop app (src-tauri has its own workspace and target folder). Debug build for the
+# tests: its commands on Tauri's mock runtime, the UI logic with vitest, then end to end under
+# Xvfb with tauri-driver + WebKitWebDriver (screenshots in target/e2e-shots/).
+app-test: build ui
+	cd src-tauri && $(CARGO) test --features tauri/custom-protocol --no-fail-fast
+	cd ui && npm test
+	bash scripts/app-e2e.sh
+
+# The web UI, built into ui/dist (the app embeds it at compile time).
+ui: setup
+	cd ui && npm run build
+
+# The desktop app in release with exact tokenizers, its plugins beside it, started with the
+# samples open.
+app: ui
 	$(CARGO) build --release --workspace
-	@echo "The desktop app is not built yet; the CLI is at target/release/ctxlab"
-	./target/release/ctxlab --help
+	cd src-tauri && $(CARGO) build --release --features tauri/custom-protocol
+	mkdir -p src-tauri/target/release/plugins
+	cp target/release/libctxlab_plugin_*.so src-tauri/target/release/plugins/
+	./src-tauri/target/release/ctxlab-app $(if $(wildcard samples/*),samples)
 
 bench: setup
 	$(CARGO) build --release --workspace
-	$(CARGO) bench --bench ctxlab
+	CARGO="$(CARGO)" bash scripts/bench.sh
 
 fmt:
 	$(CARGO) fmt --all
