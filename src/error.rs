@@ -37,6 +37,9 @@ pub enum Error {
     /// Long work (a replay) stopped because the user cancelled it.
     #[error("cancelled")]
     Cancelled,
+    /// The library database cannot be used as it is (corrupt, newer, not ctxlab's, locked).
+    #[error("library {path}: {message}")]
+    Library { path: PathBuf, message: String },
 }
 
 impl Error {
@@ -50,6 +53,7 @@ impl Error {
             Error::Replay { .. } => "replay",
             Error::Invalid(_) => "invalid",
             Error::Cancelled => "cancelled",
+            Error::Library { .. } => "library",
         }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {

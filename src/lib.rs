@@ -8,6 +8,7 @@
 //! - [`inspect`]: per-session and per-agent summary of a log (`ctxlab inspect`);
 //! - [`plugin_host`]: discovery, loading and the safe wrapper around strategy plugins;
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
+//! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
 
 pub mod error;
 pub mod formats;
@@ -15,6 +16,7 @@ pub mod inspect;
 pub mod model;
 pub mod plugin_host;
 pub mod replay;
+pub mod store;
 pub mod tokens;
 
 pub use error::{Error, Result};
