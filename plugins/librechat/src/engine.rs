@@ -49,10 +49,10 @@ impl Default for Calibration {
 }
 
 impl Calibration {
-    /// Feeds the previous call: provider-reported input tokens and the raw tokens sent
-    /// (both include the instruction overhead).
-    pub fn update(&mut self, recorded: u64, raw_sent: u64, overhead: u64) {
-        let raw_messages = raw_sent.saturating_sub(overhead) as f64;
+    /// Feeds the previous call: provider-reported input tokens (instructions included), the raw
+    /// message tokens sent, and the instruction tokens.
+    pub fn update(&mut self, recorded: u64, raw_messages: u64, overhead: u64) {
+        let raw_messages = raw_messages as f64;
         let provider_messages = recorded.saturating_sub(overhead) as f64;
         if raw_messages > 0.0 && provider_messages > 0.0 {
             self.cum_raw += raw_messages;
@@ -109,6 +109,8 @@ struct Index {
     results: Vec<(usize, usize)>,
     /// Largest distance from a result back to its call: orphans of a cut lie within it.
     max_gap: usize,
+    /// Sum of the messages' raw tokens (the host's counter, uncalibrated).
+    raw_tokens: u64,
 }
 
 impl Index {
@@ -126,6 +128,7 @@ impl Index {
         }
         for i in self.len..n {
             let m = call.msg(i);
+            self.raw_tokens += m.tokens();
             let before = self.tool_before[i];
             self.tool_before.push(before + is_tool_result(&m) as u32);
             if is_substantive(&m) {
@@ -380,6 +383,9 @@ struct AgentState {
     summarized_at_count: Option<usize>,
     /// Calibrated instruction tokens last reported in an event.
     announced_instructions: Option<u64>,
+    /// True once this agent's history or a call's view differed from the log's: from then on the
+    /// log's usage no longer measures what was sent, and calibration keeps its last ratio.
+    diverged: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -403,6 +409,11 @@ impl LibreChat {
             last_budget: None,
         }
     }
+}
+
+/// Raw tokens in provider space.
+fn scale(raw: u64, ratio: f64) -> u64 {
+    (raw as f64 * ratio).round() as u64
 }
 
 fn pct(x: f64) -> String {
@@ -470,13 +481,14 @@ impl Strategy for LibreChat {
         let cfg = &self.cfg;
         let st = self.agents.entry(call.agent().to_string()).or_default();
         let overhead = call.overhead_tokens();
-        if call.prev_recorded_input_tokens() > 0 && call.prev_raw_tokens() > 0 {
+        if !st.diverged && call.prev_recorded_input_tokens() > 0 && call.prev_raw_tokens() > 0 {
             st.calibration.update(
                 call.prev_recorded_input_tokens(),
                 call.prev_raw_tokens(),
                 overhead,
             );
         }
+        st.index.sync(call);
         let ratio = st.calibration.ratio;
         let instructions = st.calibration.instruction_tokens(overhead);
         let max_context = call.budget().context_window;
@@ -487,8 +499,8 @@ impl Strategy for LibreChat {
         };
         let pruning_budget = max_context - reserve.min(max_context);
         let effective = pruning_budget.saturating_sub(instructions);
-        let raw_messages = call.context_tokens().saturating_sub(overhead);
-        let calibrated = (raw_messages as f64 * ratio).round() as u64;
+        let raw_messages = st.index.raw_tokens;
+        let calibrated = scale(raw_messages, ratio);
         let pressure = if pruning_budget > 0 {
             calibrated as f64 / pruning_budget as f64
         } else {
@@ -514,7 +526,6 @@ impl Strategy for LibreChat {
                 ),
             );
         }
-        st.index.sync(call);
         let n = call.len();
         if n == 0
             || (pressure < PRESSURE_MASKING
@@ -632,6 +643,7 @@ impl Strategy for LibreChat {
                     summarize_all(call, cfg, floor, &st.index.pinned, refine, pressure, out);
                     st.summarized_at_count = Some(count);
                     st.index = Index::default();
+                    st.diverged = true;
                     return Ok(());
                 }
                 out.event(
@@ -671,7 +683,7 @@ impl Strategy for LibreChat {
             drops = drop_ranges(&st.index.pinned, floor, cut);
         }
 
-        stage_events(&pipe, cut, overhead, out);
+        stage_events(&pipe, cut, overhead, ratio, out);
         if orphans > 0 {
             out.event(
                 EventKind::Note,
@@ -702,8 +714,8 @@ impl Strategy for LibreChat {
                     pct(pressure),
                     fmt_tokens(pruning_budget)
                 ),
-                call.context_tokens(),
-                overhead + kept + call.tokens_in(0..floor),
+                overhead + calibrated,
+                overhead + scale(kept + call.tokens_in(0..floor), ratio),
             );
         }
         for (s, e) in drops {
@@ -716,6 +728,9 @@ impl Strategy for LibreChat {
                 Edit::Clear { placeholder } => OpKind::Mask { placeholder },
             };
             out.op(kind, Scope::ThisCall, start..end);
+        }
+        if !out.ops.is_empty() {
+            st.diverged = true;
         }
         Ok(())
     }
@@ -825,7 +840,13 @@ fn summarize_all(
 
 /// One event per stage that changed what this call sends, with the kept messages' tokens before
 /// and after that stage.
-fn stage_events(pipe: &Pipeline<'_, '_>, cut: usize, overhead: u64, out: &mut Decision) {
+fn stage_events(
+    pipe: &Pipeline<'_, '_>,
+    cut: usize,
+    overhead: u64,
+    ratio: f64,
+    out: &mut Decision,
+) {
     let n = pipe.call.len();
     let mut totals = [0u64; 5];
     let mut counts = [0usize; 5];
@@ -888,8 +909,8 @@ fn stage_events(pipe: &Pipeline<'_, '_>, cut: usize, overhead: u64, out: &mut De
             EventKind::Truncation,
             code,
             format!("{}: {what}{detail}", fmt_tokens(counts[k] as u64)),
-            overhead + totals[k - 1],
-            overhead + totals[k],
+            overhead + scale(totals[k - 1], ratio),
+            overhead + scale(totals[k], ratio),
         );
     }
 }

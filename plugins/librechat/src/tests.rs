@@ -128,18 +128,34 @@ fn pressure_is_calibrated_total_over_pruning_budget() {
 fn calibration_ratio_is_cumulative_provider_over_raw() {
     let mut s = strategy(json!({}));
     let mut t = call(vec![TestMsg::user("x").tokens(2_000)], 100_000, 1_000);
-    // Previous call: raw 3,000 (2,000 messages + 1,000 overhead), provider 5,000 → 4,000 / 2,000.
-    t.prev_raw_tokens = 3_000;
+    // Previous call: 2,000 raw message tokens sent, provider 5,000 with 1,000 of instructions →
+    // 4,000 / 2,000.
+    t.prev_raw_tokens = 2_000;
     t.prev_recorded_input_tokens = 5_000;
     let d = t.decide(&mut *s).unwrap();
     assert_eq!(gauge(&d, "calibration_ratio"), 2.0);
     // Pressure uses the calibrated total: 2,000 × 2 / 95,000.
     assert!((gauge(&d, "pressure") - 4_000.0 / 95_000.0).abs() < 1e-9);
     // Cumulative, not per call: next call raw 1,000 messages, provider 1,000 → 5,000 / 3,000.
-    t.prev_raw_tokens = 2_000;
+    t.prev_raw_tokens = 1_000;
     t.prev_recorded_input_tokens = 2_000;
     let d = t.decide(&mut *s).unwrap();
     assert!((gauge(&d, "calibration_ratio") - 5.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn calibration_stops_once_the_replay_diverges_from_the_log() {
+    // After a call that sent an edited view, the log's usage no longer measures what was sent.
+    let mut s = strategy(json!({"enabled": false, "reserveRatio": 0.0}));
+    let t = call(long_chat(), 1_000, 0);
+    assert!(!t.decide(&mut *s).unwrap().ops.is_empty());
+    let mut next = call(long_chat(), 100_000, 0);
+    next.prev_raw_tokens = 900;
+    next.prev_recorded_input_tokens = 2_400;
+    assert_eq!(
+        gauge(&next.decide(&mut *s).unwrap(), "calibration_ratio"),
+        1.0
+    );
 }
 
 #[test]
@@ -156,7 +172,7 @@ fn instruction_overhead_is_recalibrated_only_beyond_15_percent_variance() {
     let mut c = Calibration::default();
     // Raw messages 1,000, provider says 3,000 in total with the ratio settling at 2.0 → the
     // provider's overhead is 3,000 − 1,000 × 2 = 1,000.
-    c.update(3_000, 1_500, 500);
+    c.update(3_000, 1_000, 500);
     assert_eq!(c.ratio, 2.5);
     let best = c.best_overhead.expect("best overhead");
     assert_eq!(best, 3_000 - (1_000.0f64 * 2.5) as u64);
@@ -177,7 +193,7 @@ fn recalibrated_instructions_shrink_the_budget_and_say_so() {
     let mut s = strategy(json!({"reserveRatio": 0.0}));
     let msgs: Vec<TestMsg> = (0..10).map(|_| TestMsg::user("y").tokens(450)).collect();
     let mut t = call(msgs, 10_000, 5_000);
-    t.prev_raw_tokens = 6_000;
+    t.prev_raw_tokens = 1_000;
     t.prev_recorded_input_tokens = 3_000;
     let d = t.decide(&mut *s).unwrap();
     let e = event(&d, "instruction_overhead_calibrated");
