@@ -683,7 +683,7 @@ impl Strategy for LibreChat {
             drops = drop_ranges(&st.index.pinned, floor, cut);
         }
 
-        stage_events(&pipe, cut, overhead, ratio, out);
+        let kept = stage_events(&pipe, cut, overhead, ratio, out);
         if orphans > 0 {
             out.event(
                 EventKind::Note,
@@ -698,7 +698,6 @@ impl Strategy for LibreChat {
             out.event(kind, code, msg);
         }
         if cut > floor {
-            let kept: u64 = (cut..n).map(|i| pipe.tokens(i, EMERGENCY)).sum();
             out.event_tokens(
                 EventKind::Truncation,
                 "pruning",
@@ -846,15 +845,28 @@ fn stage_events(
     overhead: u64,
     ratio: f64,
     out: &mut Decision,
-) {
+) -> u64 {
     let n = pipe.call.len();
+    let s = &pipe.stages;
+    // A stage with nothing to apply leaves the tokens of the one before: not recomputed.
+    let active = [
+        true,
+        s.consumed_end > cut,
+        s.preflight_base.is_some(),
+        s.pruning.is_some(),
+        s.emergency.is_some(),
+    ];
     let mut totals = [0u64; 5];
     let mut counts = [0usize; 5];
     for i in cut..n {
         let mut prev = pipe.call.msg(i).tokens();
         totals[0] += prev;
         for stage in MASKING..=EMERGENCY {
-            let t = pipe.tokens(i, stage);
+            let t = if active[stage as usize] {
+                pipe.tokens(i, stage)
+            } else {
+                prev
+            };
             totals[stage as usize] += t;
             if t < prev {
                 counts[stage as usize] += 1;
@@ -862,7 +874,6 @@ fn stage_events(
             prev = t;
         }
     }
-    let s = &pipe.stages;
     let named = [
         (
             MASKING,
@@ -913,4 +924,5 @@ fn stage_events(
             overhead + scale(totals[k], ratio),
         );
     }
+    totals[EMERGENCY as usize]
 }
