@@ -36,8 +36,11 @@ pub fn detect(path: &Path) -> Result<&'static str> {
             "the file starts with a UTF-8 byte-order mark, which JSON logs never carry".into(),
         ));
     }
+    if aider::sniff_text(&head[first..]) {
+        return Ok(aider::ID);
+    }
     if !matches!(head[first], b'{' | b'[') {
-        let binary = head.iter().any(|&b| b == 0);
+        let binary = head.contains(&0);
         return Err(unknown(if binary {
             "binary data, not JSON".into()
         } else {
@@ -48,6 +51,9 @@ pub fn detect(path: &Path) -> Result<&'static str> {
         }));
     }
 
+    if cline::sniff_head(&String::from_utf8_lossy(&head[first..])) {
+        return Ok(cline::ID);
+    }
     if head[first] == b'[' {
         return openai_array(&head, &unknown);
     }
@@ -93,6 +99,13 @@ pub fn detect(path: &Path) -> Result<&'static str> {
         }
     }
     if document {
+        let text = String::from_utf8_lossy(&head);
+        if swe_agent::sniff_head(&text) {
+            return Ok(swe_agent::ID);
+        }
+        if otel::sniff_head(&text) {
+            return Ok(otel::ID);
+        }
         // One pretty-printed JSON object: the chat-messages form `{"messages": [...]}`.
         if String::from_utf8_lossy(&head).contains("\"messages\"") {
             return Ok(openai::ID);
@@ -142,6 +155,15 @@ fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     }
     if http_capture::sniff(o) {
         return Some(http_capture::ID);
+    }
+    if otel::sniff(o) {
+        return Some(otel::ID);
+    }
+    if managed_agents::sniff(o) {
+        return Some(managed_agents::ID);
+    }
+    if usage_counter::sniff(o) {
+        return Some(usage_counter::ID);
     }
     if claude_code::sniff(o) {
         return Some(claude_code::ID);

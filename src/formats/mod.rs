@@ -4,12 +4,18 @@
 //! a corrupt line into a `Session::warnings` entry with file:line instead of failing; see
 //! `docs/formats.md` for what each format holds and what ctxlab cannot know from it.
 
+pub mod aider;
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
 mod de;
 mod detect;
 pub mod fuseraft;
 pub mod http_capture;
+pub mod managed_agents;
+pub mod otel;
+pub mod swe_agent;
+pub mod usage_counter;
 mod lines;
 pub mod native;
 pub mod openai;
@@ -33,6 +39,12 @@ pub const FORMATS: &[&str] = &[
     fuseraft::ID,
     native::ID,
     http_capture::ID,
+    otel::ID,
+    cline::ID,
+    aider::ID,
+    swe_agent::ID,
+    managed_agents::ID,
+    usage_counter::ID,
 ];
 
 /// Reads one session from one file, in whatever format its content shows.
@@ -51,6 +63,12 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         openai::ID => openai::read(path),
         fuseraft::ID => fuseraft::read(path),
         http_capture::ID => http_capture::read(path),
+        otel::ID => otel::read(path),
+        cline::ID => cline::read(path),
+        aider::ID => aider::read(path),
+        swe_agent::ID => swe_agent::read(path),
+        managed_agents::ID => managed_agents::read(path),
+        usage_counter::ID => usage_counter::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")

@@ -1,0 +1,195 @@
+//! Anthropic managed-agent (hosted agent) event streams: one event a line,
+//! `{role, kind, time, content, raw}` where `raw.type` is the API's event type.
+//!
+//! A model call runs from `span.model_request_start` to `span.model_request_end` (whose
+//! `model_usage` is the call's usage); the agent events between them (`agent.message`,
+//! `agent.tool_use`) are its reply. `agent.tool_result` and the user's events
+//! (`user.message`, `user.define_outcome`) are what reaches the context next. Thinking events carry
+//! no text and are left out; session and outcome-evaluation events are bookkeeping.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::claude_code::ApiUsage;
+use super::de::LenientStr;
+use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::time::parse_ms;
+use crate::model::*;
+use crate::{Error, Result};
+
+pub const ID: &str = "anthropic-managed-agents";
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(default)]
+    time: LenientStr,
+    #[serde(default)]
+    raw: Option<Value>,
+}
+
+struct Sink {
+    s: Session,
+    agent: AgentIdx,
+    /// The reply being written by the call in flight.
+    reply: Option<MsgIdx>,
+}
+
+impl Sink {
+    fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
+        self.s.messages.push(Message {
+            agent: self.agent,
+            role,
+            parts,
+            timestamp: ts,
+            flags: MessageFlags::default(),
+            source: pos,
+        });
+        self.s.messages.len() - 1
+    }
+
+    fn reply_part(&mut self, part: Part, ts: Option<i64>, pos: SourcePos) {
+        match self.reply {
+            Some(m) => self.s.messages[m].parts.push(part),
+            None => self.reply = Some(self.push(Role::Assistant, vec![part], ts, pos)),
+        }
+    }
+}
+
+fn blocks_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+impl JsonSink for Sink {
+    fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
+        let e: Event = serde_json::from_slice(json)?;
+        let Some(raw) = e.raw else {
+            self.s.warn(pos, "event without `raw`; skipped");
+            return Ok(());
+        };
+        let ts = e.time.0.as_deref().and_then(parse_ms);
+        let s = |k: &str| raw[k].as_str().unwrap_or("").to_string();
+        match raw["type"].as_str().unwrap_or("") {
+            "session.thread_status_running" => {
+                if let Some(name) = raw["agent_name"].as_str() {
+                    self.s.agents[self.agent].name = name.to_string();
+                }
+            }
+            "span.model_request_start" => {
+                self.reply = None;
+            }
+            "agent.message" => {
+                let text = blocks_text(&raw["content"]);
+                self.reply_part(Part::Text { text }, ts, pos);
+            }
+            "agent.tool_use" | "agent.mcp_tool_use" | "agent.custom_tool_use" => {
+                let args = if raw["input"].is_null() {
+                    "{}".to_string()
+                } else {
+                    raw["input"].to_string()
+                };
+                let part = Part::ToolCall {
+                    id: s("id"),
+                    name: s("name"),
+                    args,
+                };
+                self.reply_part(part, ts, pos);
+            }
+            "span.model_request_end" => {
+                let usage = serde_json::from_value::<ApiUsage>(raw["model_usage"].clone())
+                    .ok()
+                    .map(|u| u.to_usage());
+                let context_end = self.reply.unwrap_or(self.s.messages.len());
+                self.s.calls.push(Call {
+                    agent: self.agent,
+                    context_end,
+                    reply: self.reply.take(),
+                    usage,
+                    model: None,
+                    timestamp: ts,
+                    request_id: raw["model_request_start_id"].as_str().map(String::from),
+                    source: pos,
+                });
+            }
+            "agent.tool_result" | "agent.mcp_tool_result" => {
+                let call_id = raw["tool_use_id"]
+                    .as_str()
+                    .or_else(|| raw["mcp_tool_use_id"].as_str())
+                    .unwrap_or("")
+                    .to_string();
+                let part = Part::ToolResult {
+                    call_id,
+                    content: blocks_text(&raw["content"]),
+                    is_error: raw["is_error"].as_bool().unwrap_or(false),
+                };
+                self.push(Role::Tool, vec![part], ts, pos);
+            }
+            "user.message" => {
+                let text = blocks_text(&raw["content"]);
+                self.push(Role::User, vec![Part::Text { text }], ts, pos);
+            }
+            "user.define_outcome" => {
+                let text = s("description");
+                self.push(Role::User, vec![Part::Text { text }], ts, pos);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    fn warn(&mut self, pos: SourcePos, message: String) {
+        self.s.warn(pos, message);
+    }
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = LineReader::new(std::io::BufReader::new(f), &mut hasher);
+    let mut s = Session::default();
+    s.source.format = ID.into();
+    s.source.files.push(path.display().to_string());
+    let agent = s.agent_index("main");
+    let mut sink = Sink {
+        s,
+        agent,
+        reply: None,
+    };
+    read_jsonl(
+        &mut lines,
+        0,
+        "a managed-agent event {role, kind, raw}",
+        &mut sink,
+    )
+    .map_err(|e| Error::io(path, e))?;
+    let bytes = lines.bytes();
+    drop(lines);
+    let mut s = sink.s;
+    s.id = path
+        .file_stem()
+        .map(|x| x.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    s.source.bytes = bytes;
+    s.source.hash = hasher.finalize().to_hex().to_string();
+    Ok(s)
+}
+
+/// An event with a `raw` object whose `type` is a managed-agent event type.
+pub(crate) fn sniff(o: &serde_json::Map<String, Value>) -> bool {
+    o.get("raw")
+        .and_then(|r| r.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| {
+            ["session.", "span.", "agent.", "user."]
+                .iter()
+                .any(|p| t.starts_with(p))
+        })
+}
