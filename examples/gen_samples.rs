@@ -1086,7 +1086,7 @@ fn openai(root: &Path) -> std::io::Result<()> {
 // fuseraft ctx_snapshots
 
 fn fuseraft(root: &Path) -> std::io::Result<()> {
-    let mut r = Rng(0xF05E_AF7);
+    let mut r = Rng(0x0F05_EAF7);
     let dir = root.join("fuseraft");
     fs::create_dir_all(&dir)?;
     let session = "a3f9c2d1e8b7";

@@ -234,7 +234,7 @@ fn fuseraft_sample_is_usage_only_with_thresholds() {
         .iter()
         .all(|m| m.parts.is_empty() && m.flags.meta));
     assert!(
-        !s.compactions.is_empty() && s.compactions.len() % 3 == 0,
+        !s.compactions.is_empty() && s.compactions.len().is_multiple_of(3),
         "one per agent each time"
     );
     let mut t: Vec<(String, &str, u64)> = s
