@@ -20,6 +20,8 @@ enum Cmd {
     Replay(cli::replay::Args),
     /// List the strategy plugins found, and why any were refused.
     Plugins(cli::plugins::Args),
+    /// Write a session log, in any format ctxlab reads, as ctxlab native JSONL.
+    Convert(cli::convert::Args),
 }
 
 fn main() {
@@ -28,6 +30,7 @@ fn main() {
         Cmd::Inspect(a) => cli::inspect::run(a),
         Cmd::Replay(a) => cli::replay::run(a),
         Cmd::Plugins(a) => cli::plugins::run(a),
+        Cmd::Convert(a) => cli::convert::run(a),
     };
     if let Err(e) = result {
         eprintln!("ctxlab: {e}");

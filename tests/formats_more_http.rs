@@ -202,7 +202,12 @@ fn claude_code_capture_contexts_are_the_requests() {
     let s = formats::load_file(&p).unwrap();
     describe(&s);
     let n = assert_contexts_equal_requests(&p, &s);
-    eprintln!("{n} calls checked");
+    // 50 exchanges, one a token count; Claude Code's main agent was restarted twice (a history
+    // rewritten after a date change, and a resumed conversation).
+    assert_eq!(n, 49);
+    let main = s.agents.iter().position(|a| a.id == "main").unwrap();
+    assert_eq!(s.compactions.iter().filter(|c| c.agent == main).count(), 2);
+    assert_eq!(s.agents.len(), 8);
 }
 
 #[test]
@@ -210,8 +215,9 @@ fn nanobot_capture_contexts_are_the_requests() {
     let p = real("llm-trace-proxy_wang0618/nanobot.jsonl");
     let s = formats::load_file(&p).unwrap();
     describe(&s);
-    let n = assert_contexts_equal_requests(&p, &s);
-    eprintln!("{n} calls checked");
+    assert_eq!(assert_contexts_equal_requests(&p, &s), 25);
+    // The main agent and the subagent it spawned.
+    assert_eq!(s.agents.len(), 2);
 }
 
 #[test]
@@ -219,6 +225,118 @@ fn adk_capture_contexts_are_the_requests() {
     let p = real("llm-trace-proxy_wang0618/adk-deepresearch.jsonl");
     let s = formats::load_file(&p).unwrap();
     describe(&s);
-    let n = assert_contexts_equal_requests(&p, &s);
-    eprintln!("{n} calls checked");
+    assert_eq!(assert_contexts_equal_requests(&p, &s), 11);
+    // One agent per distinct system instruction of the ADK pipeline.
+    assert_eq!(s.agents.len(), 7);
+}
+
+#[test]
+fn anthropic_sample_side_call_count_request_and_restart() {
+    let p = sample("http-capture/anthropic-claude-code.jsonl");
+    let s = formats::load_file(&p).unwrap();
+    describe(&s);
+    // 7 exchanges, one of them a token count: 6 calls, each context exactly its request.
+    assert_eq!(assert_contexts_equal_requests(&p, &s), 6);
+    let main = s.agents.iter().position(|a| a.id == "main").unwrap();
+    assert_eq!(s.calls_of(main).count(), 4);
+    // The title call and the suggestion fork are not the main agent; the fork is its side agent.
+    let side = s
+        .agents
+        .iter()
+        .position(|a| a.parent == Some(main))
+        .unwrap();
+    assert_eq!(s.calls_of(side).count(), 1);
+    // The resumed conversation rewrote the first message: a restart of main, with the context
+    // the previous call recorded.
+    assert_eq!(s.compactions.len(), 1);
+    let c = &s.compactions[0];
+    assert_eq!((c.agent, c.trigger.as_str()), (main, "restart"));
+    assert_eq!(c.pre_tokens, Some(6 + 1510 + 25));
+    // SSE usage: message_start's input fields and message_delta's output.
+    let u = s
+        .calls
+        .iter()
+        .find(|c| c.request_id.as_deref() == Some("m2"))
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!((u.input, u.cache_write_5m, u.output), (3, 1450, 41));
+}
+
+#[test]
+fn openai_and_gemini_samples() {
+    let p = sample("http-capture/openai-chat.jsonl");
+    let s = formats::load_file(&p).unwrap();
+    assert_eq!(assert_contexts_equal_requests(&p, &s), 3);
+    assert_eq!(
+        s.agents.len(),
+        1,
+        "a time stamp in the system prompt does not make a new agent"
+    );
+    assert_eq!(
+        s.compactions.len(),
+        1,
+        "the rewritten history restarts the agent"
+    );
+    assert_eq!(s.calls[1].usage.unwrap().cache_read, 256);
+    let p = sample("http-capture/gemini-adk.jsonl");
+    let s = formats::load_file(&p).unwrap();
+    assert_eq!(assert_contexts_equal_requests(&p, &s), 3);
+    assert_eq!(
+        s.agents.len(),
+        2,
+        "planner and executor have their own instructions"
+    );
+    let u = s.calls[2].usage.unwrap();
+    assert_eq!((u.input, u.cache_read, u.output), (82, 128, 21));
+    // A function response pairs with its call though neither has an id.
+    let ids: Vec<_> = s
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_result_ids())
+        .collect();
+    assert_eq!(ids, vec!["search#1"]);
+}
+
+/// Heuristic and exact counts of each call's reconstructed context, beside the recorded usage.
+#[test]
+fn counts_are_reported_against_recorded_usage() {
+    for rel in [
+        "llm-trace-proxy_wang0618/claude-code.jsonl",
+        "llm-trace-proxy_wang0618/nanobot.jsonl",
+        "llm-trace-proxy_wang0618/adk-deepresearch.jsonl",
+    ] {
+        let s = formats::load_file(&real(rel)).unwrap();
+        let heur = replay::recorded_raw_tokens(&s, tokens::counter("heuristic").unwrap().as_ref());
+        let exact = replay::recorded_raw_tokens(&s, tokens::counter("o200k").unwrap().as_ref());
+        eprintln!("{rel}\n  call  agent      recorded  heuristic      o200k");
+        let mut ratios = Vec::new();
+        for (i, c) in s.calls.iter().enumerate() {
+            let Some(u) = c.usage else { continue };
+            let (h, x) = (heur[i].unwrap(), exact[i].unwrap());
+            eprintln!(
+                "  {i:>4}  {:<8} {:>9} {:>10} {:>10}",
+                s.agents[c.agent].id,
+                u.context_tokens(),
+                h,
+                x
+            );
+            assert!(h > 0 && x > 0, "call {i}: the context was counted");
+            ratios.push(u.context_tokens() as f64 / x as f64);
+        }
+        // The recorded count includes the system prompt and tools that are not messages: it is
+        // never far below the messages' own exact count.
+        let min = ratios.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(
+            min > 0.5,
+            "{rel}: recorded usage far below the counted context ({min:.2})"
+        );
+        let cal =
+            tokens::calibrate_session(&s, tokens::counter("heuristic").unwrap().as_ref()).unwrap();
+        eprintln!(
+            "  calibrated heuristic: mean error {:.1}%, p95 {:.1}%",
+            cal.mean_ape, cal.p95_ape
+        );
+        assert!(cal.mean_ape.is_finite());
+    }
 }

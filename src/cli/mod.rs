@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod convert;
 pub mod inspect;
 pub mod plugins;
 pub mod replay;
