@@ -262,7 +262,7 @@ mod tests {
         let u = parse_tokens("12k sent, 2.1k cache write, 9.5k cache hit, 301 received.").unwrap();
         assert_eq!(
             (u.input, u.cache_write_5m, u.cache_read, u.output),
-            (500, 2100, 9500, 301)
+            (400, 2100, 9500, 301)
         );
         assert_eq!(parse_count("1,234"), Some(1234));
         assert_eq!(parse_count("2.5M"), Some(2_500_000));
