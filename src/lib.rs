@@ -10,13 +10,18 @@
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
 //! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
 
+pub mod chart;
+pub mod compare;
 pub mod error;
+pub mod export;
 pub mod formats;
 pub mod inspect;
 pub mod model;
 pub mod plugin_host;
 pub mod replay;
+pub mod report;
 pub mod store;
 pub mod tokens;
+pub mod tune;
 
 pub use error::{Error, Result};

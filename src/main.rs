@@ -20,6 +20,14 @@ enum Cmd {
     Replay(cli::replay::Args),
     /// List the strategy plugins found, and why any were refused.
     Plugins(cli::plugins::Args),
+    /// Replay one session through several strategies side by side, with the baselines.
+    Compare(cli::compare::Args),
+    /// Sweep a strategy's parameters over logs: Pareto front of cost vs recall, best set.
+    Tune(cli::tune::Args),
+    /// Write a strategy's parameters as its target system's config file.
+    Export(cli::export::Args),
+    /// The library of sessions, runs and profiles (SQLite).
+    Library(cli::library::Args),
     /// Write a session log, in any format ctxlab reads, as ctxlab native JSONL.
     Convert(cli::convert::Args),
 }
@@ -30,6 +38,10 @@ fn main() {
         Cmd::Inspect(a) => cli::inspect::run(a),
         Cmd::Replay(a) => cli::replay::run(a),
         Cmd::Plugins(a) => cli::plugins::run(a),
+        Cmd::Compare(a) => cli::compare::run(a),
+        Cmd::Tune(a) => cli::tune::run(a),
+        Cmd::Export(a) => cli::export::run(a),
+        Cmd::Library(a) => cli::library::run(a),
         Cmd::Convert(a) => cli::convert::run(a),
     };
     if let Err(e) = result {

@@ -13,7 +13,10 @@ const LOG: &str = concat!(
 
 fn real_log() -> &'static Path {
     let p = Path::new(LOG);
-    assert!(p.is_file(), "missing real log {LOG}: ../shared/real-logs must sit beside the checkout");
+    assert!(
+        p.is_file(),
+        "missing real log {LOG}: ../shared/real-logs must sit beside the checkout"
+    );
     p
 }
 
@@ -29,14 +32,25 @@ fn assert_same_run(a: &replay::Run, b: &replay::Run) {
     if a == b {
         return;
     }
-    let (va, vb) = (serde_json::to_value(a).unwrap(), serde_json::to_value(b).unwrap());
+    let (va, vb) = (
+        serde_json::to_value(a).unwrap(),
+        serde_json::to_value(b).unwrap(),
+    );
     for (k, x) in va.as_object().unwrap() {
         let y = &vb[k];
         if x != y {
             let (xs, ys) = (x.to_string(), y.to_string());
-            let at = xs.bytes().zip(ys.bytes()).position(|(p, q)| p != q).unwrap_or(0);
+            let at = xs
+                .bytes()
+                .zip(ys.bytes())
+                .position(|(p, q)| p != q)
+                .unwrap_or(0);
             let from = at.saturating_sub(80);
-            panic!("runs differ in {k}: {} … vs … {}", &xs[from..(at + 80).min(xs.len())], &ys[from..(at + 80).min(ys.len())]);
+            panic!(
+                "runs differ in {k}: {} … vs … {}",
+                &xs[from..(at + 80).min(xs.len())],
+                &ys[from..(at + 80).min(ys.len())]
+            );
         }
     }
     panic!("runs differ outside their JSON form (float bits?)");
@@ -63,9 +77,15 @@ fn sessions_runs_profiles_and_settings_round_trip() {
         assert_eq!(how, Imported::New);
         assert_eq!(lib.import(&session).unwrap(), (sid, Imported::Unchanged));
         let rid = lib.save_run(sid, "baseline", &run).unwrap();
-        lib.save_profile("fuseraft.compaction", "tight", &serde_json::json!({"TriggerTurnCount": 20}), "tuned")
+        lib.save_profile(
+            "fuseraft.compaction",
+            "tight",
+            &serde_json::json!({"TriggerTurnCount": 20}),
+            "tuned",
+        )
+        .unwrap();
+        lib.set_setting("counter", &serde_json::json!("o200k"))
             .unwrap();
-        lib.set_setting("counter", &serde_json::json!("o200k")).unwrap();
         (sid, rid)
     };
     // A fresh connection sees everything committed.
@@ -84,9 +104,15 @@ fn sessions_runs_profiles_and_settings_round_trip() {
     assert_eq!(listed[0].metrics, run.metrics);
     let p = lib.profile("fuseraft.compaction", "tight").unwrap();
     assert_eq!(p.params["TriggerTurnCount"], 20);
-    let e = lib.profile("fuseraft.compaction", "loose").unwrap_err().to_string();
+    let e = lib
+        .profile("fuseraft.compaction", "loose")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("its profiles: tight"), "{e}");
-    assert_eq!(lib.setting("counter").unwrap(), Some(serde_json::json!("o200k")));
+    assert_eq!(
+        lib.setting("counter").unwrap(),
+        Some(serde_json::json!("o200k"))
+    );
     assert_eq!(lib.setting("nothing").unwrap(), None);
     let reread = lib.load_session(sid).unwrap();
     assert_eq!(reread.calls.len(), session.calls.len());
@@ -103,7 +129,11 @@ fn removing_a_session_removes_its_runs() {
     let rid = lib.save_run(sid, "", &run).unwrap();
     lib.remove_session(sid).unwrap();
     assert!(lib.runs(None).unwrap().is_empty());
-    assert!(lib.load_run(rid).unwrap_err().to_string().contains("no run"));
+    assert!(lib
+        .load_run(rid)
+        .unwrap_err()
+        .to_string()
+        .contains("no run"));
     assert!(lib.remove_session(sid).is_err());
 }
 
@@ -118,7 +148,9 @@ fn moved_and_changed_logs_are_reported_not_read() {
 
     let moved = dir.path().join("moved.jsonl");
     std::fs::rename(&log, &moved).unwrap();
-    assert!(matches!(lib.check_source(sid).unwrap(), SourceStatus::Missing { file } if file.ends_with("session.jsonl")));
+    assert!(
+        matches!(lib.check_source(sid).unwrap(), SourceStatus::Missing { file } if file.ends_with("session.jsonl"))
+    );
     let e = lib.load_session(sid).unwrap_err().to_string();
     assert!(e.contains("no longer there"), "{e}");
 
@@ -126,7 +158,10 @@ fn moved_and_changed_logs_are_reported_not_read() {
     let mut text = std::fs::read(&log).unwrap();
     text.extend_from_slice(b"\n");
     std::fs::write(&log, text).unwrap();
-    assert!(matches!(lib.check_source(sid).unwrap(), SourceStatus::Changed { .. }));
+    assert!(matches!(
+        lib.check_source(sid).unwrap(),
+        SourceStatus::Changed { .. }
+    ));
     let e = lib.load_session(sid).unwrap_err().to_string();
     assert!(e.contains("changed since it was imported"), "{e}");
     // Importing it again refreshes the reference.
@@ -171,16 +206,21 @@ fn an_old_database_is_upgraded_in_place_keeping_its_rows() {
     };
     {
         let c = rusqlite::Connection::open(&db).unwrap();
-        c.execute_batch("DROP TABLE profiles; ALTER TABLE runs DROP COLUMN label; PRAGMA user_version = 1;")
+        c.execute_batch(
+            "DROP TABLE profiles; ALTER TABLE runs DROP COLUMN label; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        let v: u32 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        let v: u32 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(v, 1);
     }
     let mut lib = Library::open(&db).unwrap();
     assert_eq!(lib.schema_version().unwrap(), SCHEMA_VERSION);
     assert_same_run(&lib.load_run(rid).unwrap(), &run);
     assert_eq!(lib.runs(Some(sid)).unwrap()[0].label, "");
-    lib.save_profile("x", "p", &serde_json::json!({}), "").unwrap();
+    lib.save_profile("x", "p", &serde_json::json!({}), "")
+        .unwrap();
     lib.integrity_check().unwrap();
 }
 

@@ -1,5 +1,9 @@
 //! One module per subcommand.
+pub mod compare;
 pub mod convert;
+pub mod export;
 pub mod inspect;
+pub mod library;
 pub mod plugins;
 pub mod replay;
+pub mod tune;

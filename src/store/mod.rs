@@ -142,9 +142,11 @@ impl Library {
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| self.err(e))?;
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = self.conn.transaction().map_err(|e| db_error(&self.path, e))?;
-            tx.execute_batch(sql)
+            let tx = self
+                .conn
+                .transaction()
                 .map_err(|e| db_error(&self.path, e))?;
+            tx.execute_batch(sql).map_err(|e| db_error(&self.path, e))?;
             tx.pragma_update(None, "application_id", schema::APPLICATION_ID)
                 .map_err(|e| db_error(&self.path, e))?;
             tx.pragma_update(None, "user_version", (i + 1) as u32)

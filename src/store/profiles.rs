@@ -89,7 +89,11 @@ impl Library {
                     .collect();
                 Err(Error::Invalid(format!(
                     "no profile {name} for strategy {strategy}; its profiles: {}",
-                    if known.is_empty() { "none".into() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
                 )))
             }
         }

@@ -59,9 +59,14 @@ pub struct SessionRecord {
 pub enum SourceStatus {
     Unchanged,
     /// A file is no longer at its path (moved or deleted).
-    Missing { file: PathBuf },
+    Missing {
+        file: PathBuf,
+    },
     /// The files are there but their content differs from what was imported.
-    Changed { expected: String, found: String },
+    Changed {
+        expected: String,
+        found: String,
+    },
 }
 
 /// BLAKE3 of the files' bytes, in order.
@@ -207,7 +212,12 @@ impl Library {
             )
             .optional()
             .map_err(|e| self.err(e))?
-            .ok_or_else(|| Error::Invalid(format!("no session {id} in the library ({})", self.path().display())))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "no session {id} in the library ({})",
+                    self.path().display()
+                ))
+            })
     }
 
     /// The library's session read from `files` with this session key, if imported.
