@@ -22,8 +22,6 @@ pub(crate) struct Entry {
     pub msg: Option<MsgIdx>,
     /// Facts the model sees verbatim in this entry.
     pub facts: Box<[FactId]>,
-    /// Summaries: facts of everything they replaced (what a perfect summary would keep).
-    pub covered: Box<[FactId]>,
     /// Text owned by the replay (flattened multi-part messages, edits, summaries).
     text: Option<Box<str>>,
     tools: Box<[ToolView]>,
@@ -44,8 +42,8 @@ pub(crate) struct Context {
     tool_calls: HashMap<Box<str>, u64>,
     /// Fact → keys (ascending) of the entries that hold it verbatim.
     pub occurrences: HashMap<FactId, Vec<u64>>,
-    /// Fact → keys (ascending) of the summaries that cover it.
-    pub covered_by: HashMap<FactId, Vec<u64>>,
+    /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
+    pub coverage: Coverage,
     next_key: u64,
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
@@ -122,7 +120,7 @@ impl Context {
             pairs: SpanTree::default(),
             tool_calls: HashMap::new(),
             occurrences: HashMap::new(),
-            covered_by: HashMap::new(),
+            coverage: Coverage::default(),
             next_key: 1,
             requests: 0,
             awaiting_request: true,
@@ -299,7 +297,6 @@ impl Context {
             key,
             msg: Some(idx),
             facts,
-            covered: Box::default(),
             text: owned,
             tools,
             partners,
@@ -372,13 +369,22 @@ impl Context {
             }
             Replacement::Summary { role, text, tokens } => {
                 let key = self.entries[s].key;
-                let mut covered: Vec<FactId> = Vec::new();
-                for en in &self.entries[s..e] {
-                    covered.extend_from_slice(&en.facts);
-                    covered.extend_from_slice(&en.covered);
+                *next_id += 1;
+                let id = *next_id;
+                // The new summary stands for the replaced messages' facts and for whatever the
+                // summaries it replaces stood for: O(facts of the replaced messages), each
+                // message's facts handed over once in a run, never the whole history.
+                let absorbed: Vec<u64> = (s..e)
+                    .filter(|&i| self.entries[i].msg.is_none())
+                    .map(|i| self.views[i].id)
+                    .collect();
+                self.coverage.summarize(id, key, &absorbed);
+                for i in s..e {
+                    let en = &self.entries[i];
+                    for &f in en.facts.iter() {
+                        self.coverage.home(f, id);
+                    }
                 }
-                covered.sort_unstable();
-                covered.dedup();
                 let agent = self.views[s].agent;
                 let request = self.views[e - 1].request;
                 self.remove(s, e);
@@ -386,13 +392,9 @@ impl Context {
                 for &f in own.iter() {
                     insert_sorted(self.occurrences.entry(f).or_default(), key);
                 }
-                for &f in &covered {
-                    insert_sorted(self.covered_by.entry(f).or_default(), key);
-                }
                 let text: Box<str> = text.into_boxed_str();
-                *next_id += 1;
                 let view = MessageView {
-                    id: *next_id,
+                    id,
                     role: role_abi(role),
                     flags: FLAG_SUMMARY,
                     agent,
@@ -412,7 +414,6 @@ impl Context {
                         key,
                         msg: None,
                         facts: own,
-                        covered: covered.into_boxed_slice(),
                         text: Some(text),
                         tools: Box::default(),
                         partners: Vec::new(),
@@ -430,10 +431,9 @@ impl Context {
         let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
         for i in s..e {
             self.unindex_facts(i);
-            let covered = std::mem::take(&mut self.entries[i].covered);
             let key = self.entries[i].key;
-            for f in covered.iter() {
-                remove_sorted(&mut self.covered_by, *f, key);
+            if self.entries[i].msg.is_none() {
+                self.coverage.gone(self.views[i].id);
             }
             for t in self.entries[i].tools.iter().filter(|t| t.is_result == 0) {
                 let id = unsafe { t.id.as_str() };
@@ -486,6 +486,83 @@ impl Context {
     /// Text of the entry at position `i` as the model sees it now.
     pub(crate) fn text(&self, i: usize) -> &str {
         unsafe { self.views[i].text.as_str() }
+    }
+}
+
+/// Which facts the simulated summaries in a context stand for, without copying fact sets from
+/// summary to summary: a union-find over summary ids (by rank, so `find` is O(log n) without
+/// mutation), each class answering "which live summary holds this now".
+#[derive(Default)]
+pub(crate) struct Coverage {
+    parent: HashMap<u64, u64>,
+    rank: HashMap<u64, u8>,
+    /// Class root → the summary that holds the class now.
+    holder: HashMap<u64, u64>,
+    /// Live summary id → its order key.
+    live: HashMap<u64, u64>,
+    /// Fact → summaries it went into (compacted to live, distinct holders on every push).
+    homes: HashMap<FactId, Vec<u64>>,
+}
+
+impl Coverage {
+    fn find(&self, mut x: u64) -> u64 {
+        while let Some(&p) = self.parent.get(&x) {
+            if p == x {
+                break;
+            }
+            x = p;
+        }
+        x
+    }
+
+    /// The live summary that holds what summary `id` went into, with its key.
+    pub(crate) fn holder(&self, id: u64) -> Option<(u64, u64)> {
+        let h = *self.holder.get(&self.find(id))?;
+        self.live.get(&h).map(|&k| (h, k))
+    }
+
+    fn summarize(&mut self, id: u64, key: u64, absorbed: &[u64]) {
+        self.parent.insert(id, id);
+        self.rank.insert(id, 0);
+        let mut root = id;
+        for &x in absorbed {
+            let rx = self.find(x);
+            self.live.remove(&x);
+            if rx == root {
+                continue;
+            }
+            let (a, b) = (self.rank[&root], self.rank[&rx]);
+            let (hi, lo) = if a >= b { (root, rx) } else { (rx, root) };
+            self.parent.insert(lo, hi);
+            self.holder.remove(&lo);
+            if a == b {
+                *self.rank.get_mut(&hi).expect("ranked") += 1;
+            }
+            root = hi;
+        }
+        self.holder.insert(root, id);
+        self.live.insert(id, key);
+    }
+
+    fn home(&mut self, f: FactId, id: u64) {
+        let list = self.homes.entry(f).or_default();
+        let mut kept: Vec<u64> = std::mem::take(list);
+        kept.retain(|&h| self.holder(h).is_some_and(|(holder, _)| holder != id));
+        kept.push(id);
+        self.homes.insert(f, kept);
+    }
+
+    fn gone(&mut self, id: u64) {
+        self.live.remove(&id);
+    }
+
+    /// Keys of the live summaries that stand for fact `f`.
+    pub(crate) fn keys(&self, f: FactId) -> impl Iterator<Item = u64> + '_ {
+        self.homes
+            .get(&f)
+            .into_iter()
+            .flatten()
+            .filter_map(|&h| self.holder(h).map(|(_, k)| k))
     }
 }
 

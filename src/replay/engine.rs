@@ -672,13 +672,11 @@ fn kept_fact(ctx: &Context, plan: &Plan, f: FactId, facts: &Facts) -> (bool, boo
         }
     }
     if !upper {
-        if let Some(keys) = ctx.covered_by.get(&f) {
-            upper = keys.iter().rev().any(|&key| {
-                ctx.position(key).is_some_and(|pos| {
-                    removed(pos).map_or(true, |p| matches!(p.op.kind, OpKind::Summarize { .. }))
-                })
-            });
-        }
+        upper = ctx.coverage.keys(f).any(|key| {
+            ctx.position(key).is_some_and(|pos| {
+                removed(pos).map_or(true, |p| matches!(p.op.kind, OpKind::Summarize { .. }))
+            })
+        });
     }
     (false, upper)
 }
