@@ -1,0 +1,187 @@
+//! export: every strategy's config, in every format it offers, imports back to the same
+//! parameters; a config that would not is refused; the CLI writes the checked text.
+
+mod compare_support;
+use compare_support::*;
+
+use ctxlab::plugin_host::Registry;
+use ctxlab_plugin_api::sdk::{
+    Call, Decision, ParamSpec, ParamType, Params, Strategy, StrategyFactory, StrategyInfo,
+};
+use serde_json::{json, Value};
+
+#[test]
+fn every_exported_config_reimports_to_the_same_parameters() {
+    let reg = registry();
+    let mut checked = 0;
+    for e in reg.strategies() {
+        assert!(
+            !e.meta.export_formats.is_empty(),
+            "{} exports nothing",
+            e.meta.id
+        );
+        for f in &e.meta.export_formats {
+            let text = ctxlab::export::config(e, &json!({}), Some(f))
+                .unwrap_or_else(|err| panic!("{} {f}: {err}", e.meta.id));
+            assert!(!text.trim().is_empty(), "{} {f}: empty", e.meta.id);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12, "only {checked} formats checked");
+}
+
+#[test]
+fn tuned_values_survive_the_export() {
+    let reg = registry();
+    let cases = [
+        (
+            "fuseraft.compaction",
+            json!({"TriggerTurnCount": 33, "KeepRecentTurns": 7, "CutoverAt": 120000}),
+            "33",
+        ),
+        (
+            "phi-core.context",
+            json!({"compact_at_pct": 0.8, "keep_recent_turns": 6}),
+            "0.8",
+        ),
+        (
+            "librechat.agents",
+            json!({"reserveRatio": 0.2, "maxSummaryTokens": 1500}),
+            "1500",
+        ),
+        (
+            "fim-one.context-guard",
+            json!({"CONTEXT_GUARD_KEEP_RECENT": 9}),
+            "9",
+        ),
+        (
+            "codetether.compression",
+            json!({"truncate_keep_last": 3}),
+            "3",
+        ),
+        ("example.keep-last-results", json!({"keep_last": 11}), "11"),
+    ];
+    for (id, params, shows) in cases {
+        let e = entry(&reg, id);
+        let text = ctxlab::export::config(&e, &params, None).unwrap();
+        assert!(text.contains(shows), "{id}: {text}");
+        let back = e.import(&e.meta.export_formats[0], &text).unwrap();
+        let want = Params::resolve(&e.meta.params, &params).unwrap();
+        assert_eq!(
+            Params::resolve(&e.meta.params, &back).unwrap(),
+            want,
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn unknown_formats_and_invalid_parameters_are_refused() {
+    let reg = registry();
+    let e = entry(&reg, "fuseraft.compaction");
+    let err = ctxlab::export::config(&e, &json!({}), Some("xml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot export xml") && err.contains("fuseraft"),
+        "{err}"
+    );
+    let err = ctxlab::export::config(&e, &json!({"TriggerTurnCount": -1}), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TriggerTurnCount"), "{err}");
+}
+
+/// A strategy whose importer loses `window`: its export must never be handed out.
+struct Lossy;
+struct LossyInstance;
+
+impl Strategy for LossyInstance {
+    fn decide(&mut self, _: &Call<'_>, _: &mut Decision) -> Result<(), String> {
+        Ok(())
+    }
+    fn export(&self, _: &str) -> Result<String, String> {
+        Ok("window = 9000\n".into())
+    }
+}
+
+impl StrategyFactory for Lossy {
+    fn info(&self) -> StrategyInfo {
+        StrategyInfo {
+            id: "test.lossy",
+            title: "lossy",
+            system: "test",
+            description: "imports back a different value",
+            params: vec![ParamSpec::new("window", ParamType::Int, json!(100), "w")],
+            export_formats: &["ini"],
+        }
+    }
+    fn create(&self, _: Params) -> Result<Box<dyn Strategy>, String> {
+        Ok(Box::new(LossyInstance))
+    }
+    fn import(&self, _: &str, _: &str) -> Result<Value, String> {
+        Ok(json!({"window": 100}))
+    }
+}
+
+ctxlab_plugin_api::export_plugin!(name: "lossy", version: "0.0.1", strategies: [&Lossy]);
+
+#[test]
+fn a_config_that_does_not_import_back_is_refused_naming_the_parameter() {
+    let mut reg = Registry::new();
+    reg.add_in_process(plugin_table(), "lossy").unwrap();
+    let e = reg.require("test.lossy").unwrap();
+    let err = ctxlab::export::config(e, &json!({"window": 9000}), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("does not import back")
+            && err.contains("window: 9000 exported, 100 read back"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_cli_writes_the_checked_config_from_params_or_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut lib = ctxlab::store::Library::open(&db).unwrap();
+    lib.save_profile(
+        "fuseraft.compaction",
+        "tight",
+        &json!({"TriggerTurnCount": 21}),
+        "",
+    )
+    .unwrap();
+    drop(lib);
+    let out_file = dir.path().join("fuseraft.yaml");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+            .args(args)
+            .env("CTXLAB_PLUGIN_PATH", build_dir())
+            .env("CTXLAB_DB", &db)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "export",
+        "-s",
+        "fuseraft.compaction",
+        "--profile",
+        "tight",
+        "--param",
+        "KeepRecentTurns=3",
+        "-o",
+        out_file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let reg = registry();
+    let e = entry(&reg, "fuseraft.compaction");
+    let back = Params::resolve(&e.meta.params, &e.import("fuseraft", &text).unwrap()).unwrap();
+    assert_eq!(back.int("TriggerTurnCount"), 21);
+    assert_eq!(back.int("KeepRecentTurns"), 3);
+    let o = run(&["export", "-s", "fuseraft.compaction", "--profile", "loose"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no profile loose"));
+}
