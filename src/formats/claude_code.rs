@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
+use super::follow::LiveLog;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
@@ -359,8 +360,8 @@ struct Link {
     pos: SourcePos,
 }
 
-struct FileSink<'s> {
-    s: &'s mut Session,
+/// What one file's reading remembers between lines (kept across reads when the file is followed).
+struct FileState {
     /// The agent this file belongs to.
     agent: AgentIdx,
     /// Only the main file may hold sidechain entries of older versions.
@@ -373,15 +374,35 @@ struct FileSink<'s> {
     custom_title: Option<String>,
 }
 
+impl FileState {
+    fn new(agent: AgentIdx, main: bool) -> Self {
+        FileState {
+            agent,
+            main,
+            agents: HashMap::new(),
+            uuid_msg: HashMap::new(),
+            links: Vec::new(),
+            session_id: None,
+            title: None,
+            custom_title: None,
+        }
+    }
+}
+
+struct FileSink<'s> {
+    s: &'s mut Session,
+    f: &'s mut FileState,
+}
+
 impl FileSink<'_> {
     fn agent_for(&mut self, e: &Entry<'_>) -> AgentIdx {
-        if !(self.main && e.is_sidechain == Some(true)) {
-            return self.agent;
+        if !(self.f.main && e.is_sidechain == Some(true)) {
+            return self.f.agent;
         }
         let id = e.agent_id.as_deref().unwrap_or("sidechain");
         let idx = self.s.agent_index(id);
-        if idx != self.agent && self.s.agents[idx].parent.is_none() {
-            self.s.agents[idx].parent = Some(self.agent);
+        if idx != self.f.agent && self.s.agents[idx].parent.is_none() {
+            self.s.agents[idx].parent = Some(self.f.agent);
         }
         idx
     }
@@ -399,7 +420,7 @@ impl FileSink<'_> {
         let usage = m.usage.as_ref().map(ApiUsage::to_usage);
         let model = m.model.map(Cow::into_owned);
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
-        let state = self.agents.entry(agent).or_default();
+        let state = self.f.agents.entry(agent).or_default();
         if let Some(id) = m.id.as_deref() {
             if let Some(&(mi, ci, best)) = state.by_id.get(id) {
                 self.s.messages[mi].parts.extend(parts);
@@ -411,7 +432,7 @@ impl FileSink<'_> {
                     }
                 }
                 if let Some(uuid) = e.uuid {
-                    self.uuid_msg.insert(uuid.into_owned(), mi);
+                    self.f.uuid_msg.insert(uuid.into_owned(), mi);
                 }
                 return;
             }
@@ -446,7 +467,7 @@ impl FileSink<'_> {
             state.by_id.insert(id.into_owned(), (mi, ci, out));
         }
         if let Some(uuid) = e.uuid {
-            self.uuid_msg.insert(uuid.into_owned(), mi);
+            self.f.uuid_msg.insert(uuid.into_owned(), mi);
         }
     }
 
@@ -456,7 +477,7 @@ impl FileSink<'_> {
         if let (Some(r), Some(m)) = (&e.tool_use_result, &e.message) {
             if let (Some(agent_id), StrOrBlocks::Blocks(blocks)) = (&r.0, &m.content) {
                 if let Some(call_id) = blocks.iter().find_map(|b| b.tool_use_id.0.clone()) {
-                    self.links.push(Link {
+                    self.f.links.push(Link {
                         agent_id: agent_id.clone(),
                         tool_use_id: call_id,
                         pos,
@@ -484,10 +505,10 @@ impl FileSink<'_> {
             source: pos,
         });
         if let Some(uuid) = e.uuid {
-            self.uuid_msg.insert(uuid.into_owned(), mi);
+            self.f.uuid_msg.insert(uuid.into_owned(), mi);
         }
         if is_summary {
-            let state = self.agents.entry(agent).or_default();
+            let state = self.f.agents.entry(agent).or_default();
             match state.pending_compaction.take() {
                 Some(ci) => self.s.compactions[ci].summary = Some(mi),
                 // A summary without a boundary (hand-edited or older logs): still a compaction.
@@ -516,7 +537,7 @@ impl FileSink<'_> {
             .as_ref()
             .and_then(|m| m.preserved.as_ref())
             .and_then(|p| p.head_uuid.as_deref())
-            .and_then(|u| self.uuid_msg.get(u).copied());
+            .and_then(|u| self.f.uuid_msg.get(u).copied());
         self.s.compactions.push(RecordedCompaction {
             agent,
             at_message: self.s.messages.len(),
@@ -532,7 +553,7 @@ impl FileSink<'_> {
             inferred: false,
             source: pos,
         });
-        self.agents.entry(agent).or_default().pending_compaction =
+        self.f.agents.entry(agent).or_default().pending_compaction =
             Some(self.s.compactions.len() - 1);
     }
 }
@@ -540,10 +561,10 @@ impl FileSink<'_> {
 impl JsonSink for FileSink<'_> {
     fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
         let e: Entry<'_> = serde_json::from_slice(json)?;
-        if self.main {
+        if self.f.main {
             if let Some(id) = &e.session_id {
-                if self.session_id.as_deref() != Some(id) {
-                    self.session_id = Some(id.to_string());
+                if self.f.session_id.as_deref() != Some(id) {
+                    self.f.session_id = Some(id.to_string());
                 }
             }
         }
@@ -556,7 +577,7 @@ impl JsonSink for FileSink<'_> {
                 if let (Some(d), Some(tool)) = (&e.data, &e.parent_tool_use_id) {
                     if d.kind.as_deref() == Some("agent_progress") {
                         if let Some(a) = &d.agent_id {
-                            self.links.push(Link {
+                            self.f.links.push(Link {
                                 agent_id: a.to_string(),
                                 tool_use_id: tool.to_string(),
                                 pos,
@@ -567,17 +588,17 @@ impl JsonSink for FileSink<'_> {
             }
             "ai-title" => {
                 if let Some(t) = e.ai_title.0 {
-                    self.title = Some(t);
+                    self.f.title = Some(t);
                 }
             }
             "custom-title" => {
                 if let Some(t) = e.custom_title.0 {
-                    self.custom_title = Some(t);
+                    self.f.custom_title = Some(t);
                 }
             }
             "summary" => {
-                if self.title.is_none() {
-                    self.title = e.summary.0;
+                if self.f.title.is_none() {
+                    self.f.title = e.summary.0;
                 }
             }
             // file-history-snapshot, attachment, queue-operation, permission-mode, last-prompt, …:
@@ -594,73 +615,196 @@ impl JsonSink for FileSink<'_> {
 
 /// Reads one Claude Code session: the main file and every subagent file beside it.
 pub fn read(path: &Path) -> Result<Session> {
-    let mut s = Session::default();
-    s.source.format = ID.to_string();
-    let main = s.agent_index("main");
-    let mut hasher = blake3::Hasher::new();
-    let out = read_file(&mut s, &mut hasher, path, main, true)?;
+    let mut live = Live::new(path);
+    live.read_file(0, path)?;
+    for (file, p) in live.discover() {
+        live.read_file(file, &p)?;
+    }
+    live.finish()?;
+    Ok(live.s)
+}
 
-    let dir = subagent_dir(path);
-    let mut files: Vec<PathBuf> = match fs::read_dir(&dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "jsonl")
-                    && p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("agent-"))
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    let mut links: HashMap<String, (String, SourcePos)> = HashMap::new();
-    for l in out.links {
-        links.entry(l.agent_id).or_insert((l.tool_use_id, l.pos));
-    }
-    let mut found = Vec::new();
-    for f in &files {
-        let stem = f.file_stem().and_then(|n| n.to_str()).unwrap_or("");
-        let id = stem.trim_start_matches("agent-");
-        // The summarizer's own call when the session was compacted: not an agent of the session.
-        if id.starts_with("acompact") {
-            continue;
+const WHAT: &str = "a Claude Code entry (JSON object)";
+
+/// A Claude Code session being read: the main file and the subagent files found so far, each with
+/// the state its reading needs to go on, so that `formats::follow` can feed lines appended later.
+pub(crate) struct Live {
+    s: Session,
+    hasher: blake3::Hasher,
+    path: PathBuf,
+    /// One per `s.source.files` entry, the main file first.
+    files: Vec<FileState>,
+    /// Subagent id → the tool call that spawned it (first mention in the main file wins).
+    spawners: HashMap<String, (String, SourcePos)>,
+    /// Main-file links already merged into `spawners`.
+    links_seen: usize,
+    /// What `finish` added to the session, taken back by `unfinish` before more lines are read:
+    /// warnings from this index on, and the calls' reader order when they were sorted by time.
+    raw_warnings: usize,
+    order: Option<Vec<usize>>,
+}
+
+/// The main file's agent.
+const MAIN: AgentIdx = 0;
+
+impl Live {
+    pub(crate) fn new(path: &Path) -> Self {
+        let mut s = Session::default();
+        s.source.format = ID.to_string();
+        let main = s.agent_index("main");
+        debug_assert_eq!(main, MAIN);
+        s.source.files.push(path.display().to_string());
+        Live {
+            s,
+            hasher: blake3::Hasher::new(),
+            path: path.to_path_buf(),
+            files: vec![FileState::new(MAIN, true)],
+            spawners: HashMap::new(),
+            links_seen: 0,
+            raw_warnings: 0,
+            order: None,
         }
-        let idx = s.agent_index(id);
-        let spawned_by = links.get(id).map(|(t, _)| t.clone());
-        let name = spawned_by
-            .as_deref()
-            .and_then(|t| task_name(&s, main, t))
-            .unwrap_or_else(|| id.to_string());
-        let a = &mut s.agents[idx];
-        a.parent = Some(main);
-        a.spawned_by = spawned_by;
-        a.name = name;
-        read_file(&mut s, &mut hasher, f, idx, false)?;
-        found.push(id.to_string());
     }
-    let mut missing: Vec<_> = links
-        .iter()
-        .filter(|(id, _)| !found.contains(id))
-        .map(|(id, (tool, pos))| (*pos, id.clone(), tool.clone()))
-        .collect();
-    missing.sort_by_key(|(pos, _, _)| (pos.file, pos.line));
-    for (pos, id, tool) in missing {
-        s.warn(
-            pos,
-            format!(
-                "subagent {id} (spawned by tool call {tool}) has no file {}: its calls are not in this session",
-                dir.join(format!("agent-{id}.jsonl")).display()
-            ),
-        );
+
+    /// Reads source file `file` from `path` to its end.
+    fn read_file(&mut self, file: usize, path: &Path) -> Result<()> {
+        let f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut input = std::io::BufReader::with_capacity(256 * 1024, f);
+        self.feed(file, &mut input, 0)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(())
     }
-    s.id = out.session_id.unwrap_or_else(|| file_stem(path));
-    s.title = out.custom_title.or(out.title);
-    s.source.hash = hasher.finalize().to_hex().to_string();
-    if s.agents.len() > 1 {
-        sort_calls_by_time(&mut s);
+}
+
+impl LiveLog for Live {
+    fn feed(
+        &mut self,
+        file: usize,
+        input: &mut dyn std::io::BufRead,
+        line: u32,
+    ) -> std::io::Result<u32> {
+        let mut lines = LineReader::resume(input, &mut self.hasher, line);
+        let mut sink = FileSink {
+            s: &mut self.s,
+            f: &mut self.files[file],
+        };
+        read_jsonl(&mut lines, file as u32, WHAT, &mut sink)?;
+        self.s.source.bytes += lines.bytes();
+        Ok(lines.line_no())
     }
-    Ok(s)
+
+    /// Subagent files beside the main file that are not read yet, in name order, each registered
+    /// as a source file (the index returned) of a subagent of the main agent.
+    fn discover(&mut self) -> Vec<(usize, PathBuf)> {
+        let dir = subagent_dir(&self.path);
+        let mut new: Vec<PathBuf> = match fs::read_dir(&dir) {
+            Ok(rd) => rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "jsonl")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .and_then(|n| n.strip_prefix("agent-"))
+                            // The summarizer's own call when the session was compacted: not an
+                            // agent of the session.
+                            .is_some_and(|n| !n.starts_with("acompact"))
+                        && !self.s.source.files.contains(&p.display().to_string())
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        new.sort();
+        new.into_iter()
+            .map(|p| {
+                let stem = p.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+                let idx = self.s.agent_index(stem.trim_start_matches("agent-"));
+                self.s.agents[idx].parent = Some(MAIN);
+                self.s.source.files.push(p.display().to_string());
+                self.files.push(FileState::new(idx, false));
+                (self.files.len() - 1, p)
+            })
+            .collect()
+    }
+
+    /// Completes the session from what has been read: subagent names and spawning calls, warnings
+    /// for subagents without a file, id, title, hash, and calls in time order.
+    fn finish(&mut self) -> Result<()> {
+        self.raw_warnings = self.s.warnings.len();
+        let main = &self.files[0];
+        for l in &main.links[self.links_seen..] {
+            self.spawners
+                .entry(l.agent_id.clone())
+                .or_insert((l.tool_use_id.clone(), l.pos));
+        }
+        self.links_seen = main.links.len();
+        for f in &self.files[1..] {
+            if self.s.agents[f.agent].spawned_by.is_some() {
+                continue;
+            }
+            let id = self.s.agents[f.agent].id.clone();
+            let spawned_by = self.spawners.get(&id).map(|(t, _)| t.clone());
+            let name = spawned_by
+                .as_deref()
+                .and_then(|t| task_name(&self.s, MAIN, t))
+                .unwrap_or(id);
+            let a = &mut self.s.agents[f.agent];
+            a.spawned_by = spawned_by;
+            a.name = name;
+        }
+        let found: Vec<&str> = self.files[1..]
+            .iter()
+            .map(|f| self.s.agents[f.agent].id.as_str())
+            .collect();
+        let mut missing: Vec<_> = self
+            .spawners
+            .iter()
+            .filter(|(id, _)| !found.contains(&id.as_str()))
+            .map(|(id, (tool, pos))| (*pos, id.clone(), tool.clone()))
+            .collect();
+        missing.sort_by_key(|(pos, _, _)| (pos.file, pos.line));
+        let dir = subagent_dir(&self.path);
+        for (pos, id, tool) in missing {
+            self.s.warn(
+                pos,
+                format!(
+                    "subagent {id} (spawned by tool call {tool}) has no file {}: its calls are not in this session",
+                    dir.join(format!("agent-{id}.jsonl")).display()
+                ),
+            );
+        }
+        let main = &self.files[0];
+        self.s.id = main
+            .session_id
+            .clone()
+            .unwrap_or_else(|| file_stem(&self.path));
+        self.s.title = main.custom_title.clone().or_else(|| main.title.clone());
+        self.s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
+        if self.s.agents.len() > 1 {
+            self.order = Some(sort_calls_by_time(&mut self.s));
+        }
+        Ok(())
+    }
+
+    /// Takes back what `finish` added, so that the readers' call indices hold again.
+    fn unfinish(&mut self) {
+        self.s.warnings.truncate(self.raw_warnings);
+        if let Some(order) = self.order.take() {
+            let mut raw: Vec<Option<Call>> = (0..order.len()).map(|_| None).collect();
+            for (c, r) in self.s.calls.drain(..).zip(order) {
+                raw[r] = Some(c);
+            }
+            self.s.calls = raw.into_iter().flatten().collect();
+        }
+    }
+
+    /// For each call of the finished session, its index in reading order.
+    fn call_order(&self) -> Option<&[usize]> {
+        self.order.as_deref()
+    }
+
+    fn session(&self) -> &Session {
+        &self.s
+    }
 }
 
 fn subagent_dir(path: &Path) -> PathBuf {
@@ -699,55 +843,10 @@ fn task_name(s: &Session, main: AgentIdx, tool_use_id: &str) -> Option<String> {
     }
 }
 
-struct FileOut {
-    links: Vec<Link>,
-    session_id: Option<String>,
-    title: Option<String>,
-    custom_title: Option<String>,
-}
-
-fn read_file(
-    s: &mut Session,
-    hasher: &mut blake3::Hasher,
-    path: &Path,
-    agent: AgentIdx,
-    main: bool,
-) -> Result<FileOut> {
-    let f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let file = s.source.files.len() as u32;
-    s.source.files.push(path.display().to_string());
-    let mut lines = LineReader::new(std::io::BufReader::with_capacity(256 * 1024, f), hasher);
-    let mut sink = FileSink {
-        s,
-        agent,
-        main,
-        agents: HashMap::new(),
-        uuid_msg: HashMap::new(),
-        links: Vec::new(),
-        session_id: None,
-        title: None,
-        custom_title: None,
-    };
-    read_jsonl(
-        &mut lines,
-        file,
-        "a Claude Code entry (JSON object)",
-        &mut sink,
-    )
-    .map_err(|e| Error::io(path, e))?;
-    let out = FileOut {
-        links: sink.links,
-        session_id: sink.session_id,
-        title: sink.title,
-        custom_title: sink.custom_title,
-    };
-    s.source.bytes += lines.bytes();
-    Ok(out)
-}
-
 /// Calls of all agents in time order; one agent's calls keep their log order even if its clock
 /// steps back, so `context_end` never decreases within an agent.
-pub(crate) fn sort_calls_by_time(s: &mut Session) {
+/// Returns, for each call in its new place, its index before sorting.
+pub(crate) fn sort_calls_by_time(s: &mut Session) -> Vec<usize> {
     let mut last: HashMap<AgentIdx, i64> = HashMap::new();
     let mut keyed: Vec<(i64, usize, Call)> = s
         .calls
@@ -761,7 +860,9 @@ pub(crate) fn sort_calls_by_time(s: &mut Session) {
         })
         .collect();
     keyed.sort_by_key(|(k, i, _)| (*k, *i));
+    let order = keyed.iter().map(|(_, i, _)| *i).collect();
     s.calls = keyed.into_iter().map(|(_, _, c)| c).collect();
+    order
 }
 
 /// Does this first JSON object look like a Claude Code entry?

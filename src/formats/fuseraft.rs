@@ -7,11 +7,13 @@
 //! that order without inventing content.
 
 use std::borrow::Cow;
+use std::io::BufRead;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::de::{Count, LenientStr};
+use super::follow::LiveLog;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
@@ -138,30 +140,68 @@ impl JsonSink for Sink {
 
 pub fn read(path: &Path) -> Result<Session> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = blake3::Hasher::new();
-    let mut lines = LineReader::new(
-        std::io::BufReader::with_capacity(256 * 1024, f),
-        &mut hasher,
-    );
-    let mut s = Session::default();
-    s.source.format = ID.into();
-    s.source.files.push(path.display().to_string());
-    s.usage_only = true;
-    let mut sink = Sink { s };
-    read_jsonl(&mut lines, 0, "a fuseraft snapshot line", &mut sink)
+    let mut live = Live::new(path);
+    live.feed(0, &mut std::io::BufReader::with_capacity(256 * 1024, f), 0)
         .map_err(|e| Error::io(path, e))?;
-    let bytes = lines.bytes();
-    drop(lines);
-    let mut s = sink.s;
-    if s.id.is_empty() {
-        s.id = path
-            .file_stem()
-            .map(|x| x.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    live.finish()?;
+    Ok(live.sink.s)
+}
+
+/// A snapshot log being read, kept between reads so that `formats::follow` can feed appended
+/// lines.
+pub(crate) struct Live {
+    sink: Sink,
+    hasher: blake3::Hasher,
+    stem: String,
+    /// `finish` named the session after the file (a later line may still name it).
+    id_from_stem: bool,
+}
+
+impl Live {
+    pub(crate) fn new(path: &Path) -> Self {
+        let mut s = Session::default();
+        s.source.format = ID.into();
+        s.source.files.push(path.display().to_string());
+        s.usage_only = true;
+        Live {
+            sink: Sink { s },
+            hasher: blake3::Hasher::new(),
+            stem: path
+                .file_stem()
+                .map(|x| x.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            id_from_stem: false,
+        }
     }
-    s.source.bytes = bytes;
-    s.source.hash = hasher.finalize().to_hex().to_string();
-    Ok(s)
+}
+
+impl LiveLog for Live {
+    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> std::io::Result<u32> {
+        let mut lines = LineReader::resume(input, &mut self.hasher, line);
+        read_jsonl(&mut lines, 0, "a fuseraft snapshot line", &mut self.sink)?;
+        self.sink.s.source.bytes += lines.bytes();
+        Ok(lines.line_no())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let s = &mut self.sink.s;
+        if s.id.is_empty() {
+            s.id = self.stem.clone();
+            self.id_from_stem = true;
+        }
+        s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
+        Ok(())
+    }
+
+    fn unfinish(&mut self) {
+        if std::mem::take(&mut self.id_from_stem) {
+            self.sink.s.id.clear();
+        }
+    }
+
+    fn session(&self) -> &Session {
+        &self.sink.s
+    }
 }
 
 pub(crate) fn sniff(o: &serde_json::Map<String, serde_json::Value>) -> bool {

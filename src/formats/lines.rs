@@ -46,6 +46,13 @@ impl<'h, R: BufRead> LineReader<'h, R> {
         }
     }
 
+    /// Numbers lines after `line`: a file followed while it grows is read in pieces.
+    pub(crate) fn resume(inner: R, hasher: &'h mut blake3::Hasher, line: u32) -> Self {
+        let mut r = Self::new(inner, hasher);
+        r.line = line;
+        r
+    }
+
     /// 1-based number of the line last returned.
     pub(crate) fn line_no(&self) -> u32 {
         self.line

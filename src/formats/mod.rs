@@ -10,6 +10,7 @@ pub mod cline;
 pub mod codex;
 mod de;
 mod detect;
+pub mod follow;
 pub mod fuseraft;
 pub mod http_capture;
 pub mod managed_agents;
@@ -29,6 +30,7 @@ use crate::model::{Session, Warning};
 use crate::{Error, Result};
 
 pub use detect::detect;
+pub use follow::{Follower, Update};
 
 /// Reader ids (`Source::format`), as `detect` returns them.
 pub const FORMATS: &[&str] = &[

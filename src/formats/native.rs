@@ -1,11 +1,12 @@
 //! ctxlab's own JSONL format: the session model written out record by record, so that any tool can
 //! produce a session ctxlab reads without loss. Specified in docs/formats.md ("ctxlab native").
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::follow::LiveLog;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use crate::model::*;
 use crate::{Error, Result};
@@ -174,42 +175,86 @@ impl JsonSink for Sink {
 
 pub fn read(path: &Path) -> Result<Session> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = blake3::Hasher::new();
-    let mut lines = LineReader::new(
-        std::io::BufReader::with_capacity(256 * 1024, f),
-        &mut hasher,
-    );
-    let mut sink = Sink {
-        s: Session::default(),
-        header_seen: false,
-        fatal: None,
-        agent_lines: Vec::new(),
-    };
-    sink.s.source.format = ID.into();
-    sink.s.source.files.push(path.display().to_string());
-    read_jsonl(&mut lines, 0, "a ctxlab native record", &mut sink)
+    let mut live = Live::new(path);
+    live.feed(0, &mut std::io::BufReader::with_capacity(256 * 1024, f), 0)
         .map_err(|e| Error::io(path, e))?;
-    let bytes = lines.bytes();
-    drop(lines);
-    if let Some((line, message)) = sink.fatal {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line,
-            message,
-        });
-    }
-    if !sink.header_seen {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 1,
-            message: "expected the ctxlab header {\"ctxlab\":\"session\",\"version\":1,...}; the file is empty".into(),
-        });
-    }
-    let mut s = sink.s;
-    s.source.bytes = bytes;
-    s.source.hash = hasher.finalize().to_hex().to_string();
-    validate(&mut s, &sink.agent_lines);
+    live.check()?;
+    let mut s = live.sink.s;
+    s.source.hash = live.hasher.finalize().to_hex().to_string();
+    validate(&mut s, &live.sink.agent_lines);
     Ok(s)
+}
+
+/// A native file being read, kept between reads so that `formats::follow` can feed appended
+/// lines. Validation may drop records that later lines would make valid, so the session shown
+/// (`view`) is a validated copy of what was read.
+pub(crate) struct Live {
+    sink: Sink,
+    hasher: blake3::Hasher,
+    path: std::path::PathBuf,
+    view: Session,
+}
+
+impl Live {
+    pub(crate) fn new(path: &Path) -> Self {
+        let mut s = Session::default();
+        s.source.format = ID.into();
+        s.source.files.push(path.display().to_string());
+        Live {
+            sink: Sink {
+                s,
+                header_seen: false,
+                fatal: None,
+                agent_lines: Vec::new(),
+            },
+            hasher: blake3::Hasher::new(),
+            path: path.to_path_buf(),
+            view: Session::default(),
+        }
+    }
+
+    /// A header from a newer ctxlab, or no header at all, ends the reading.
+    fn check(&self) -> Result<()> {
+        if let Some((line, message)) = &self.sink.fatal {
+            return Err(Error::Parse {
+                path: self.path.clone(),
+                line: *line,
+                message: message.clone(),
+            });
+        }
+        if !self.sink.header_seen {
+            return Err(Error::Parse {
+                path: self.path.clone(),
+                line: 1,
+                message: "expected the ctxlab header {\"ctxlab\":\"session\",\"version\":1,...}; the file is empty".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl LiveLog for Live {
+    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> std::io::Result<u32> {
+        let mut lines = LineReader::resume(input, &mut self.hasher, line);
+        read_jsonl(&mut lines, 0, "a ctxlab native record", &mut self.sink)?;
+        self.sink.s.source.bytes += lines.bytes();
+        Ok(lines.line_no())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.check()?;
+        let mut view = self.sink.s.clone();
+        view.source.hash = self.hasher.clone().finalize().to_hex().to_string();
+        validate(&mut view, &self.sink.agent_lines);
+        self.view = view;
+        Ok(())
+    }
+
+    fn unfinish(&mut self) {}
+
+    fn session(&self) -> &Session {
+        &self.view
+    }
 }
 
 /// Indices come from another tool: every one is checked so the rest of ctxlab can trust them.

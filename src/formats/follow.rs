@@ -1,0 +1,480 @@
+//! Following a log that is still being written (an agent running now).
+//!
+//! `Follower::open` reads what the file holds with the same reader state `load_file` uses, and
+//! keeps that state; every `Follower::poll` reads only the bytes appended since, hands the
+//! complete lines among them to that state, and says what changed. A line still being written is
+//! left for the next poll, so a line split across writes (or a UTF-8 sequence split across them)
+//! is read whole. Following a single-file log written in any number of pieces therefore ends
+//! with the session `load_file` returns for the finished file.
+//!
+//! Readers keep what they learn at the end of a file (a reply still waiting for its usage, the
+//! session id taken from the file name, calls sorted across agents, warnings about subagents
+//! without a file) out of their running state: `LiveLog::finish` adds it for the session shown and
+//! `LiveLog::unfinish` takes it back before more lines are read.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{claude_code, codex, detect, fuseraft, native, pi, FORMATS};
+use crate::model::{Agent, AgentIdx, MsgIdx, RecordedCompaction, Session, Usage, Warning};
+use crate::{Error, Result};
+
+/// A reader whose state is kept between reads of a growing file.
+pub(crate) trait LiveLog: Send {
+    /// Reads the lines of source file `file` that `input` holds, numbering them after `line`;
+    /// returns the number of the last line read.
+    fn feed(&mut self, file: usize, input: &mut dyn BufRead, line: u32) -> io::Result<u32>;
+    /// Completes the session from what has been read so far.
+    fn finish(&mut self) -> Result<()>;
+    /// Takes back what `finish` added.
+    fn unfinish(&mut self);
+    fn session(&self) -> &Session;
+    /// For each call of the finished session, its index in reading order, when `finish` reorders
+    /// calls (by time across agents).
+    fn call_order(&self) -> Option<&[usize]> {
+        None
+    }
+    /// Files that belong to the session and appeared since the last look (Claude Code subagents),
+    /// registered as its source files: their `Source::files` index and path.
+    fn discover(&mut self) -> Vec<(usize, PathBuf)> {
+        Vec::new()
+    }
+}
+
+/// What one poll found in the appended bytes. Messages, compactions and agents are only ever
+/// appended, so their indices stay valid; calls are kept in time order across agents, and only
+/// a call of one agent sorting before calls already seen of another moves earlier calls
+/// (`calls_reordered`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Update {
+    /// Set when the file was truncated, replaced or rewritten: it was read again from the start
+    /// and every index below refers to the new session (all of it is new). Says what happened.
+    pub reloaded: Option<String>,
+    /// New agents (subagents whose file appeared, sidechains).
+    pub agents: Range<AgentIdx>,
+    /// Earlier agents whose name, parent or spawning call became known.
+    pub changed_agents: Vec<AgentIdx>,
+    /// New messages.
+    pub messages: Range<MsgIdx>,
+    /// Earlier messages that got more content (Claude Code writes each content block of a reply
+    /// on its own line; Codex writes a reply's items one by one).
+    pub changed_messages: Vec<MsgIdx>,
+    /// Indices, in the updated session, of the calls that appeared, ascending.
+    pub calls: Vec<usize>,
+    /// Indices of calls seen before whose usage or reply changed (usage written after the reply,
+    /// streaming usage snapshots).
+    pub changed_calls: Vec<usize>,
+    /// True when a new call sorted before calls seen before: earlier call indices moved.
+    pub calls_reordered: bool,
+    /// New recorded compactions.
+    pub compactions: Range<usize>,
+    /// Earlier compactions completed by later lines (their summary, their boundary).
+    pub changed_compactions: Vec<usize>,
+    /// Warnings that were not there before.
+    pub warnings: Vec<Warning>,
+    /// Bytes read by this poll.
+    pub bytes: u64,
+}
+
+impl Update {
+    fn is_empty(&self) -> bool {
+        self.bytes == 0
+            && self.reloaded.is_none()
+            && self.agents.is_empty()
+            && self.changed_agents.is_empty()
+            && self.messages.is_empty()
+            && self.changed_messages.is_empty()
+            && self.calls.is_empty()
+            && self.changed_calls.is_empty()
+            && self.compactions.is_empty()
+            && self.changed_compactions.is_empty()
+            && self.warnings.is_empty()
+    }
+}
+
+/// A session log followed while it grows.
+pub struct Follower {
+    path: PathBuf,
+    format: &'static str,
+    log: Box<dyn LiveLog>,
+    /// One per `Source::files` entry.
+    files: Vec<Cursor>,
+    seen: Seen,
+}
+
+/// How far one file has been read.
+struct Cursor {
+    path: PathBuf,
+    /// End of the last complete line read.
+    offset: u64,
+    /// Lines read.
+    line: u32,
+    /// Bytes past `offset` up to here hold no newline: the start of a line still being written.
+    scanned: u64,
+    /// Device and inode, to notice the file being replaced.
+    identity: Option<(u64, u64)>,
+}
+
+impl Cursor {
+    fn new(path: PathBuf) -> Self {
+        Cursor {
+            path,
+            offset: 0,
+            line: 0,
+            scanned: 0,
+            identity: None,
+        }
+    }
+}
+
+#[cfg(unix)]
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// Why a format cannot be followed.
+fn not_followable(format: &str) -> &'static str {
+    match format {
+        super::openai::ID | super::cline::ID | super::swe_agent::ID => {
+            "the log is one JSON document, rewritten as a whole rather than appended line by line"
+        }
+        super::otel::ID => "spans are written as multi-line JSON objects or one OTLP document",
+        _ => "its reader does not keep its state between reads; reload the file instead",
+    }
+}
+
+impl Follower {
+    /// Reads the log as `formats::load_file` does (up to its last complete line) and gets ready to
+    /// read what is appended to it.
+    pub fn open(path: &Path) -> Result<Follower> {
+        let format = detect(path)?;
+        Self::open_as(path, format)
+    }
+
+    /// As `open`, with the named reader instead of sniffing.
+    pub fn open_as(path: &Path, format: &str) -> Result<Follower> {
+        let (format, log): (&'static str, Box<dyn LiveLog>) = match format {
+            claude_code::ID => (claude_code::ID, Box::new(claude_code::Live::new(path))),
+            codex::ID => (codex::ID, Box::new(codex::Live::new(path))),
+            pi::ID => (pi::ID, Box::new(pi::Live::new(path))),
+            fuseraft::ID => (fuseraft::ID, Box::new(fuseraft::Live::new(path))),
+            native::ID => (native::ID, Box::new(native::Live::new(path))),
+            other if FORMATS.contains(&other) => {
+                return Err(Error::Invalid(format!(
+                    "{}: following is not supported for the {other} format: {}",
+                    path.display(),
+                    not_followable(other)
+                )))
+            }
+            other => {
+                return Err(Error::Invalid(format!(
+                    "unknown format `{other}`; formats: {}",
+                    FORMATS.join(", ")
+                )))
+            }
+        };
+        let mut f = Follower {
+            path: path.to_path_buf(),
+            format,
+            log,
+            files: vec![Cursor::new(path.to_path_buf())],
+            seen: Seen::default(),
+        };
+        let read = f.read_appended();
+        let finished = f.log.finish();
+        read?;
+        finished?;
+        f.seen.update(f.log.session(), f.log.call_order());
+        Ok(f)
+    }
+
+    /// The session as read so far.
+    pub fn session(&self) -> &Session {
+        self.log.session()
+    }
+
+    /// The reader id (`Source::format`).
+    pub fn format(&self) -> &'static str {
+        self.format
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads what was appended since the last poll. `None` when no new line is complete yet.
+    pub fn poll(&mut self) -> Result<Option<Update>> {
+        if let Some(reason) = self.changed_under_us()? {
+            let fresh = Follower::open(&self.path)?;
+            *self = fresh;
+            return Ok(Some(self.everything(reason)));
+        }
+        let grown = self
+            .files
+            .iter()
+            .any(|c| fs::metadata(&c.path).is_ok_and(|m| m.len() > c.offset.max(c.scanned)));
+        let appeared = self.log.discover();
+        for (file, path) in &appeared {
+            debug_assert_eq!(*file, self.files.len());
+            self.files.push(Cursor::new(path.clone()));
+        }
+        if !grown && appeared.is_empty() {
+            return Ok(None);
+        }
+        self.log.unfinish();
+        let read = self.read_appended();
+        let finished = self.log.finish();
+        let bytes = read?;
+        finished?;
+        let mut update = self.seen.diff(self.log.session(), self.log.call_order());
+        update.bytes = bytes;
+        self.seen.update(self.log.session(), self.log.call_order());
+        Ok((!update.is_empty()).then_some(update))
+    }
+
+    /// Reads the complete lines appended to every file, then the files that appeared beside
+    /// them; returns the bytes read.
+    fn read_appended(&mut self) -> Result<u64> {
+        let mut bytes = 0;
+        let mut first = 0;
+        loop {
+            for (i, c) in self.files.iter_mut().enumerate().skip(first) {
+                bytes += read_lines(c, i, self.log.as_mut())?;
+            }
+            first = self.files.len();
+            let appeared = self.log.discover();
+            if appeared.is_empty() {
+                return Ok(bytes);
+            }
+            for (file, path) in appeared {
+                debug_assert_eq!(file, self.files.len());
+                self.files.push(Cursor::new(path));
+            }
+        }
+    }
+
+    /// Whether a file was truncated, replaced or rewritten since it was read: a reason to read
+    /// everything again.
+    fn changed_under_us(&self) -> Result<Option<String>> {
+        for c in &self.files {
+            let meta = match fs::metadata(&c.path) {
+                Ok(m) => m,
+                Err(e) if c.path == self.path => return Err(Error::io(&c.path, e)),
+                Err(_) => {
+                    return Ok(Some(format!(
+                        "{} was removed: the session was read again from the start",
+                        c.path.display()
+                    )))
+                }
+            };
+            if c.identity.is_some() && identity(&meta) != c.identity {
+                return Ok(Some(format!(
+                    "{} was replaced by another file: read again from the start",
+                    c.path.display()
+                )));
+            }
+            if meta.len() < c.offset {
+                return Ok(Some(format!(
+                    "{} shrank from {} to {} bytes: read again from the start",
+                    c.path.display(),
+                    c.offset,
+                    meta.len()
+                )));
+            }
+            if c.offset > 0 && !ends_line_at(&c.path, c.offset)? {
+                return Ok(Some(format!(
+                    "{} was rewritten (byte {} no longer ends a line): read again from the start",
+                    c.path.display(),
+                    c.offset
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// An update that announces the whole session as new.
+    fn everything(&self, reason: String) -> Update {
+        let s = self.session();
+        Update {
+            reloaded: Some(reason),
+            agents: 0..s.agents.len(),
+            messages: 0..s.messages.len(),
+            calls: (0..s.calls.len()).collect(),
+            compactions: 0..s.compactions.len(),
+            warnings: s.warnings.clone(),
+            bytes: s.source.bytes,
+            ..Update::default()
+        }
+    }
+}
+
+/// Is the byte before `offset` still a newline?
+fn ends_line_at(path: &Path, offset: u64) -> Result<bool> {
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut b = [0u8];
+    f.seek(SeekFrom::Start(offset - 1))
+        .and_then(|_| f.read_exact(&mut b))
+        .map_err(|e| Error::io(path, e))?;
+    Ok(b[0] == b'\n')
+}
+
+/// Feeds the complete lines appended to one file; returns the bytes read.
+fn read_lines(c: &mut Cursor, file: usize, log: &mut dyn LiveLog) -> Result<u64> {
+    let io_err = |e| Error::io(&c.path, e);
+    let mut f = File::open(&c.path).map_err(io_err)?;
+    let meta = f.metadata().map_err(io_err)?;
+    c.identity = identity(&meta);
+    let size = meta.len();
+    c.scanned = c.scanned.min(size);
+    let Some(end) = last_line_end(&mut f, c.offset.max(c.scanned), size).map_err(io_err)? else {
+        c.scanned = size;
+        return Ok(0);
+    };
+    f.seek(SeekFrom::Start(c.offset)).map_err(io_err)?;
+    let mut input = BufReader::with_capacity(256 * 1024, f.take(end - c.offset));
+    c.line = log.feed(file, &mut input, c.line).map_err(io_err)?;
+    let read = end - c.offset;
+    c.offset = end;
+    c.scanned = end;
+    Ok(read)
+}
+
+/// End of the last complete line between `from` and `size`, looking back from `size`: the bytes
+/// after it are a line still being written.
+fn last_line_end(f: &mut File, from: u64, size: u64) -> io::Result<Option<u64>> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut hi = size;
+    while hi > from {
+        let lo = hi.saturating_sub(buf.len() as u64).max(from);
+        let chunk = &mut buf[..(hi - lo) as usize];
+        f.seek(SeekFrom::Start(lo))?;
+        f.read_exact(chunk)?;
+        if let Some(i) = memchr::memrchr(b'\n', chunk) {
+            return Ok(Some(lo + i as u64 + 1));
+        }
+        hi = lo;
+    }
+    Ok(None)
+}
+
+/// What the session held after the previous poll, enough to tell what changed.
+#[derive(Default)]
+struct Seen {
+    agents: Vec<Agent>,
+    /// Parts of each message.
+    parts: Vec<usize>,
+    /// Each call's recorded fields, by reading order.
+    calls: Vec<CallPrint>,
+    compactions: Vec<RecordedCompaction>,
+    warnings: Vec<Warning>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct CallPrint {
+    usage: Option<Usage>,
+    reply: Option<MsgIdx>,
+    context_end: MsgIdx,
+}
+
+impl CallPrint {
+    fn of(c: &crate::model::Call) -> Self {
+        CallPrint {
+            usage: c.usage,
+            reply: c.reply,
+            context_end: c.context_end,
+        }
+    }
+}
+
+/// Reading-order index of the call at `i`.
+fn raw(order: Option<&[usize]>, i: usize) -> usize {
+    order.map_or(i, |o| o[i])
+}
+
+impl Seen {
+    fn diff(&self, s: &Session, order: Option<&[usize]>) -> Update {
+        let changed = |old: usize, new_items: &mut dyn Iterator<Item = bool>| -> Vec<usize> {
+            new_items
+                .take(old)
+                .enumerate()
+                .filter_map(|(i, d)| d.then_some(i))
+                .collect()
+        };
+        let mut u = Update {
+            agents: self.agents.len()..s.agents.len(),
+            changed_agents: changed(
+                self.agents.len(),
+                &mut s.agents.iter().zip(&self.agents).map(|(a, b)| a != b),
+            ),
+            messages: self.parts.len()..s.messages.len(),
+            changed_messages: changed(
+                self.parts.len(),
+                &mut s
+                    .messages
+                    .iter()
+                    .zip(&self.parts)
+                    .map(|(m, &n)| m.parts.len() != n),
+            ),
+            compactions: self.compactions.len()..s.compactions.len(),
+            changed_compactions: changed(
+                self.compactions.len(),
+                &mut s
+                    .compactions
+                    .iter()
+                    .zip(&self.compactions)
+                    .map(|(a, b)| a != b),
+            ),
+            ..Update::default()
+        };
+        for (i, c) in s.calls.iter().enumerate() {
+            match self.calls.get(raw(order, i)) {
+                None => u.calls.push(i),
+                Some(p) if *p != CallPrint::of(c) => u.changed_calls.push(i),
+                Some(_) => {}
+            }
+        }
+        u.calls_reordered = u.calls.first().is_some_and(|&i| i < self.calls.len());
+        // Warnings read from lines only grow; those `finish` adds sit at the end and may go.
+        let same = s
+            .warnings
+            .iter()
+            .zip(&self.warnings)
+            .take_while(|(a, b)| a == b)
+            .count();
+        u.warnings = s.warnings[same..]
+            .iter()
+            .filter(|w| !self.warnings[same..].contains(w))
+            .cloned()
+            .collect();
+        u
+    }
+
+    fn update(&mut self, s: &Session, order: Option<&[usize]>) {
+        self.agents.clone_from(&s.agents);
+        self.parts.clear();
+        self.parts.extend(s.messages.iter().map(|m| m.parts.len()));
+        self.calls.resize(
+            s.calls.len(),
+            CallPrint {
+                usage: None,
+                reply: None,
+                context_end: 0,
+            },
+        );
+        for (i, c) in s.calls.iter().enumerate() {
+            self.calls[raw(order, i)] = CallPrint::of(c);
+        }
+        self.compactions.clone_from(&s.compactions);
+        self.warnings.clone_from(&s.warnings);
+    }
+}

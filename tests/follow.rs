@@ -1,0 +1,314 @@
+//! Following a log while it is written: logs are copied into a temporary file in random-sized
+//! pieces (splitting lines and UTF-8 sequences), the follower polling after each piece; at the end
+//! its session must equal `load_file` of the finished file.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ctxlab::formats::{self, Follower, Update};
+use ctxlab::model::Session;
+
+fn workspace(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn real(rel: &str) -> PathBuf {
+    let p = workspace("../shared/real-logs").join(rel);
+    assert!(
+        p.exists(),
+        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
+        p.display()
+    );
+    p
+}
+
+const CLAUDE_SAMPLE: &str =
+    "samples/claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl";
+
+/// xorshift: deterministic pieces without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Cut points for `data`: random piece sizes around `pieces` pieces, plus cuts inside a few
+/// multi-byte UTF-8 sequences and right before a few newlines.
+fn cuts(data: &[u8], pieces: u64, rng: &mut Rng) -> Vec<usize> {
+    let avg = (data.len() as u64 / pieces).max(1);
+    let mut cuts = Vec::new();
+    let mut at = 0usize;
+    while at < data.len() {
+        at += 1 + rng.below(2 * avg) as usize;
+        cuts.push(at.min(data.len()));
+    }
+    let inside_utf8: Vec<usize> = (1..data.len())
+        .filter(|&i| data[i] & 0xC0 == 0x80 && data[i - 1] >= 0xC0)
+        .collect();
+    for _ in 0..5 {
+        if !inside_utf8.is_empty() {
+            cuts.push(inside_utf8[rng.below(inside_utf8.len() as u64) as usize]);
+        }
+    }
+    let newlines: Vec<usize> = memchr_all(data, b'\n');
+    for _ in 0..5 {
+        if !newlines.is_empty() {
+            cuts.push(newlines[rng.below(newlines.len() as u64) as usize]);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+fn memchr_all(data: &[u8], b: u8) -> Vec<usize> {
+    data.iter()
+        .enumerate()
+        .filter_map(|(i, &x)| (x == b).then_some(i))
+        .collect()
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// Everything the updates announced, to check them against the session they describe.
+#[derive(Default)]
+struct Seen {
+    messages: usize,
+    calls: usize,
+    compactions: usize,
+    agents: usize,
+    bytes: u64,
+}
+
+impl Seen {
+    fn take(&mut self, u: &Update, s: &Session) {
+        assert!(u.reloaded.is_none(), "unexpected reload: {:?}", u.reloaded);
+        assert_eq!(u.messages.start, self.messages, "messages only grow");
+        assert_eq!(u.compactions.start, self.compactions);
+        assert_eq!(u.agents.start, self.agents);
+        assert!(u.calls.windows(2).all(|w| w[0] < w[1]));
+        assert!(u.calls.iter().all(|&i| i < s.calls.len()));
+        assert!(u.changed_calls.iter().all(|&i| i < s.calls.len()));
+        self.messages = u.messages.end;
+        self.compactions = u.compactions.end;
+        self.agents = u.agents.end;
+        self.calls += u.calls.len();
+        self.bytes += u.bytes;
+        assert_eq!(self.messages, s.messages.len());
+        assert_eq!(self.calls, s.calls.len(), "every call is announced once");
+    }
+}
+
+/// Writes `src` into `dst` piece by piece, polling `f` after each piece. The follower is opened
+/// once the first line is complete (a log with no complete line cannot be recognised yet).
+fn write_following(
+    f: &mut Option<Follower>,
+    src: &[u8],
+    dst: &Path,
+    pieces: u64,
+    rng: &mut Rng,
+    seen: &mut Seen,
+) {
+    let mut from = 0;
+    for cut in cuts(src, pieces, rng) {
+        append(dst, &src[from..cut]);
+        from = cut;
+        match f {
+            None => {
+                if src[..cut].contains(&b'\n') {
+                    let opened = Follower::open(dst).unwrap();
+                    let s = opened.session();
+                    seen.messages = s.messages.len();
+                    seen.calls = s.calls.len();
+                    seen.compactions = s.compactions.len();
+                    seen.agents = s.agents.len();
+                    seen.bytes = s.source.bytes;
+                    *f = Some(opened);
+                }
+            }
+            Some(f) => {
+                let before = f.session().source.bytes;
+                match f.poll().unwrap() {
+                    Some(u) => {
+                        assert!(u.reloaded.is_none(), "unexpected reload: {:?}", u.reloaded);
+                        assert_eq!(u.bytes, f.session().source.bytes - before, "{u:?}");
+                        seen.take(&u, f.session());
+                    }
+                    None => assert_eq!(f.session().source.bytes, before),
+                }
+            }
+        }
+    }
+}
+
+/// Follows `src` written into a temporary file of the same name and checks the result against
+/// loading the finished file.
+fn follow_equals_load(src: &Path, seed: u64, pieces: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join(src.file_name().unwrap());
+    let data = fs::read(src).unwrap();
+    let mut rng = Rng(seed);
+    let mut f = None;
+    let mut seen = Seen::default();
+    write_following(&mut f, &data, &dst, pieces, &mut rng, &mut seen);
+    let f = f.expect("the log has a complete line");
+    let loaded = formats::load_file(&dst).unwrap();
+    assert!(
+        !loaded.calls.is_empty() || !loaded.messages.is_empty(),
+        "{}",
+        src.display()
+    );
+    assert_sessions_equal(f.session(), &loaded, src);
+    assert_eq!(
+        seen.bytes,
+        data.len() as u64,
+        "every byte read exactly once"
+    );
+}
+
+fn assert_sessions_equal(followed: &Session, loaded: &Session, what: &Path) {
+    if followed != loaded {
+        // Say where they part instead of dumping both sessions.
+        let first = |a: usize, b: usize, eq: &dyn Fn(usize) -> bool| {
+            (0..a.min(b)).find(|&i| !eq(i)).unwrap_or(a.min(b))
+        };
+        let m = first(followed.messages.len(), loaded.messages.len(), &|i| {
+            followed.messages[i] == loaded.messages[i]
+        });
+        let c = first(followed.calls.len(), loaded.calls.len(), &|i| {
+            followed.calls[i] == loaded.calls[i]
+        });
+        panic!(
+            "{}: followed session differs from the loaded one: messages {} vs {} (first difference at {m}), calls {} vs {} (first difference at {c}), compactions equal {}, agents equal {}, warnings equal {}, source equal {}, id {:?} vs {:?}",
+            what.display(),
+            followed.messages.len(),
+            loaded.messages.len(),
+            followed.calls.len(),
+            loaded.calls.len(),
+            followed.compactions == loaded.compactions,
+            followed.agents == loaded.agents,
+            followed.warnings == loaded.warnings,
+            followed.source == loaded.source,
+            followed.id,
+            loaded.id,
+        );
+    }
+}
+
+#[test]
+fn every_followable_jsonl_sample_followed_in_pieces_equals_loading_it() {
+    let samples = [
+        CLAUDE_SAMPLE,
+        "samples/codex/rollout-2026-03-14T09-12-44-019c1754-a43c-7709-85e2-fa8bb43a4f52.jsonl",
+        "samples/pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl",
+        "samples/fuseraft/ctx_snapshots_a3f9c2d1e8b7.jsonl",
+        "samples/native/helpdesk-two-agents.ctxlab.jsonl",
+        "samples/native/pi-negative-phase-with-compaction.ctxlab.jsonl",
+    ];
+    for (i, rel) in samples.iter().enumerate() {
+        let p = workspace(rel);
+        assert!(p.exists(), "sample {} is missing", p.display());
+        for seed in 1..=3u64 {
+            // Small pieces: most polls see a line split in two.
+            follow_equals_load(&p, seed * 7919 + i as u64, 60);
+        }
+    }
+}
+
+#[test]
+fn real_logs_followed_in_pieces_equal_loading_them() {
+    for (i, rel) in [
+        "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
+        "claude-code_fundwise/claude-session.jsonl",
+        "codex-cli_gildore-arena/codex-session.jsonl",
+        "pi-agent_pi-mono/session.jsonl",
+    ]
+    .iter()
+    .enumerate()
+    {
+        follow_equals_load(&real(rel), 0x9E37_79B9 + i as u64, 150);
+    }
+}
+
+/// The Claude Code sample with its subagent folder, written main file first, then the subagent
+/// files (as Claude Code does when a subagent runs after the Task call): exactly `load_file`.
+#[test]
+fn subagent_files_appearing_later_are_followed_too() {
+    let src = workspace(CLAUDE_SAMPLE);
+    let src_sub = src.with_extension("").join("subagents");
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join(src.file_name().unwrap());
+    let dst_sub = dst.with_extension("").join("subagents");
+    let mut rng = Rng(42);
+    let mut f = None;
+    let mut seen = Seen::default();
+    write_following(
+        &mut f,
+        &fs::read(&src).unwrap(),
+        &dst,
+        30,
+        &mut rng,
+        &mut seen,
+    );
+    let missing = |s: &Session| {
+        s.warnings
+            .iter()
+            .filter(|w| w.message.contains("has no file"))
+            .count()
+    };
+    assert_eq!(
+        missing(f.as_ref().unwrap().session()),
+        1,
+        "before its file exists, the subagent is reported missing"
+    );
+    let agents_before = f.as_ref().unwrap().session().agents.len();
+
+    fs::create_dir_all(&dst_sub).unwrap();
+    let mut subs: Vec<PathBuf> = fs::read_dir(&src_sub)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    subs.sort();
+    let mut new_agents = Vec::new();
+    let mut subagent_calls = 0;
+    for sub in &subs {
+        let data = fs::read(sub).unwrap();
+        let target = dst_sub.join(sub.file_name().unwrap());
+        // The file appears with its first line, then grows.
+        let first = data.iter().position(|&b| b == b'\n').unwrap() + 1;
+        append(&target, &data[..first]);
+        let follower = f.as_mut().unwrap();
+        if let Some(u) = follower.poll().unwrap() {
+            new_agents.extend(u.agents.clone());
+            seen.take(&u, follower.session());
+        }
+        let calls_before = seen.calls;
+        write_following(&mut f, &data[first..], &target, 10, &mut rng, &mut seen);
+        subagent_calls += seen.calls - calls_before;
+    }
+    let f = f.unwrap();
+    let s = f.session();
+    // agent-acompact-* is the summarizer's call, not an agent: one subagent.
+    assert_eq!(new_agents, vec![agents_before]);
+    assert!(subagent_calls > 0, "the subagent's calls were announced");
+    assert_eq!(s.agents[agents_before].parent, Some(0));
+    assert!(s.agents[agents_before].spawned_by.is_some());
+    assert_eq!(missing(s), 0, "the warning goes once the file is there");
+    assert_sessions_equal(s, &formats::load_file(&dst).unwrap(), &dst);
+}
