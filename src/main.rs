@@ -30,6 +30,8 @@ enum Cmd {
     Library(cli::library::Args),
     /// Write a session log, in any format ctxlab reads, as ctxlab native JSONL.
     Convert(cli::convert::Args),
+    /// Follow a log while its agent writes it: the summary, then each new call as it is appended.
+    Watch(cli::watch::Args),
 }
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
         Cmd::Export(a) => cli::export::run(a),
         Cmd::Library(a) => cli::library::run(a),
         Cmd::Convert(a) => cli::convert::run(a),
+        Cmd::Watch(a) => cli::watch::run(a),
     };
     if let Err(e) = result {
         eprintln!("ctxlab: {e}");

@@ -312,3 +312,227 @@ fn subagent_files_appearing_later_are_followed_too() {
     assert_eq!(missing(s), 0, "the warning goes once the file is there");
     assert_sessions_equal(s, &formats::load_file(&dst).unwrap(), &dst);
 }
+
+fn codex_sample() -> PathBuf {
+    workspace(
+        "samples/codex/rollout-2026-03-14T09-12-44-019c1754-a43c-7709-85e2-fa8bb43a4f52.jsonl",
+    )
+}
+
+/// Byte offsets just past each line of `data`.
+fn line_ends(data: &[u8]) -> Vec<usize> {
+    memchr_all(data, b'\n').into_iter().map(|i| i + 1).collect()
+}
+
+#[test]
+fn a_line_still_being_written_waits_for_its_newline() {
+    let data = fs::read(codex_sample()).unwrap();
+    let ends = line_ends(&data);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("rollout.jsonl");
+    fs::write(&dst, &data[..ends[5]]).unwrap();
+    let mut f = Follower::open(&dst).unwrap();
+    let bytes = f.session().source.bytes;
+    assert_eq!(bytes, ends[5] as u64);
+    // Half of line 7, cut inside a multi-byte character when the line has one.
+    let line = &data[ends[5]..ends[6]];
+    let cut = line
+        .iter()
+        .position(|&b| b >= 0xC0)
+        .map_or(line.len() / 2, |i| i + 1);
+    append(&dst, &line[..cut]);
+    assert_eq!(f.poll().unwrap(), None, "half a line is not read");
+    assert_eq!(f.session().source.bytes, bytes);
+    append(&dst, &line[cut..]);
+    let u = f.poll().unwrap().expect("the completed line is read");
+    assert_eq!(u.bytes, line.len() as u64);
+    assert!(
+        f.session().warnings.is_empty(),
+        "{:?}",
+        f.session().warnings
+    );
+}
+
+/// Codex writes a reply's items, then its token_count: the call shows at once without usage and
+/// is reported changed when its usage arrives.
+#[test]
+fn a_call_whose_usage_arrives_later_is_reported_changed() {
+    let data = fs::read(codex_sample()).unwrap();
+    let ends = line_ends(&data);
+    let lines: Vec<serde_json::Value> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let token_count = lines
+        .iter()
+        .position(|v| v["payload"]["type"] == "token_count" && v["payload"]["info"].is_object())
+        .expect("the sample has a token_count");
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("rollout.jsonl");
+    fs::write(&dst, &data[..ends[token_count - 1]]).unwrap();
+    let mut f = Follower::open(&dst).unwrap();
+    let n = f.session().calls.len();
+    assert!(n > 0);
+    assert_eq!(
+        f.session().calls[n - 1].usage,
+        None,
+        "waiting for its token_count"
+    );
+    append(&dst, &data[ends[token_count - 1]..ends[token_count]]);
+    let u = f.poll().unwrap().unwrap();
+    assert_eq!(u.changed_calls, vec![n - 1]);
+    assert!(u.calls.is_empty());
+    let usage = f.session().calls[n - 1].usage.expect("usage now recorded");
+    let last = &lines[token_count]["payload"]["info"]["last_token_usage"];
+    assert_eq!(usage.output, last["output_tokens"].as_u64().unwrap());
+}
+
+#[test]
+fn a_truncated_or_replaced_log_is_read_again_and_says_so() {
+    let data = fs::read(codex_sample()).unwrap();
+    let ends = line_ends(&data);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("rollout.jsonl");
+    fs::write(&dst, &data[..ends[40]]).unwrap();
+    let mut f = Follower::open(&dst).unwrap();
+
+    fs::write(&dst, &data[..ends[10]]).unwrap();
+    let u = f.poll().unwrap().expect("a truncation is reported");
+    let reason = u.reloaded.expect("read again");
+    assert!(reason.contains("shrank"), "{reason}");
+    assert_eq!(f.session(), &formats::load_file(&dst).unwrap());
+    assert_eq!(u.calls.len(), f.session().calls.len(), "every call is new");
+
+    // Another file moved over the log (same size or larger: only its identity tells).
+    let other = dir.path().join("other.jsonl");
+    fs::write(&other, &data[..ends[30]]).unwrap();
+    fs::rename(&other, &dst).unwrap();
+    let u = f.poll().unwrap().expect("a replacement is reported");
+    assert!(u.reloaded.unwrap().contains("replaced"));
+    assert_eq!(f.session(), &formats::load_file(&dst).unwrap());
+
+    // Rewritten in place with other content: the last byte read no longer ends a line.
+    let mut rewritten = data[..ends[30]].to_vec();
+    rewritten.insert(ends[30] - 1, b' ');
+    rewritten.truncate(ends[30]);
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&dst)
+        .unwrap()
+        .write_all(&rewritten)
+        .unwrap();
+    let u = f.poll().unwrap().expect("a rewrite is reported");
+    assert!(u.reloaded.unwrap().contains("rewritten"));
+
+    fs::remove_file(&dst).unwrap();
+    let e = f.poll().unwrap_err();
+    assert!(e.to_string().contains("rollout.jsonl"), "{e}");
+}
+
+#[test]
+fn logs_that_are_not_appended_line_by_line_are_refused_with_the_reason() {
+    for (rel, why) in [
+        (
+            "samples/openai/helpdesk-two-agents.json",
+            "one JSON document",
+        ),
+        ("samples/cline/task-1/ui_messages.json", "one JSON document"),
+        (
+            "samples/http-capture/openai-chat.jsonl",
+            "does not keep its state",
+        ),
+    ] {
+        let p = workspace(rel);
+        let e = Follower::open(&p)
+            .err()
+            .unwrap_or_else(|| panic!("{rel} was followed"));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("following is not supported") && msg.contains(why),
+            "{rel}: {msg}"
+        );
+        assert!(formats::load_file(&p).is_ok(), "{rel} still loads");
+    }
+}
+
+/// `ctxlab watch --json --exit-after N` against a file another thread appends to.
+#[test]
+fn watch_prints_each_new_call_as_it_is_appended() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let src = real("pi-agent_pi-mono/session.jsonl");
+    let data = fs::read(&src).unwrap();
+    let ends = line_ends(&data);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("session.jsonl");
+    let head = ends[ends.len() / 2];
+    fs::write(&dst, &data[..head]).unwrap();
+    let before = formats::load_file(&dst).unwrap().calls.len();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args(["watch", "--json", "--interval", "20", "--exit-after", "5"])
+        .arg(&dst)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // Append only once the summary is out, so that it describes exactly the first half.
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let session: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(session["event"], "session");
+    assert_eq!(
+        session["report"]["totals"]["calls"].as_u64().unwrap() as usize,
+        before
+    );
+    let lines = std::thread::spawn(move || {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap())
+            .collect::<Vec<_>>()
+    });
+    let writer = {
+        let dst = dst.clone();
+        std::thread::spawn(move || {
+            let mut rng = Rng(5);
+            let mut at = head;
+            while at < data.len() {
+                let next = (at + 1 + rng.below(3000) as usize).min(data.len());
+                append(&dst, &data[at..next]);
+                at = next;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("ctxlab watch did not stop after 5 calls");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    writer.join().unwrap();
+    assert!(status.success(), "{status}");
+    let events = lines.join().unwrap();
+    let calls: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "call")
+        .map(|e| &e["call"])
+        .collect();
+    assert_eq!(calls.len(), 5);
+    let full = formats::load_file(&dst).unwrap();
+    for (k, c) in calls.iter().enumerate() {
+        let i = c["index"].as_u64().unwrap() as usize;
+        assert_eq!(i, before + k, "calls in order, none skipped");
+        let u = full.calls[i].usage.expect("pi records usage");
+        assert_eq!(c["usage"]["output"].as_u64().unwrap(), u.output);
+        assert_eq!(c["context"].as_u64().unwrap(), u.context_tokens());
+    }
+}

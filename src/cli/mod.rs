@@ -7,3 +7,4 @@ pub mod library;
 pub mod plugins;
 pub mod replay;
 pub mod tune;
+pub mod watch;
