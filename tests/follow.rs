@@ -2,6 +2,7 @@
 //! pieces (splitting lines and UTF-8 sequences), the follower polling after each piece; at the end
 //! its session must equal `load_file` of the finished file.
 
+use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -534,5 +535,139 @@ fn watch_prints_each_new_call_as_it_is_appended() {
         let u = full.calls[i].usage.expect("pi records usage");
         assert_eq!(c["usage"]["output"].as_u64().unwrap(), u.output);
         assert_eq!(c["context"].as_u64().unwrap(), u.context_tokens());
+    }
+}
+
+/// A session in terms that do not depend on how the agents' lines interleave in the session's
+/// vectors: per agent, its messages, calls and compactions with indices counted within the agent.
+fn per_agent(s: &Session) -> serde_json::Value {
+    use serde_json::json;
+    let files = &s.source.files;
+    let file = |f: u32| files[f as usize].clone();
+    // Position of each message within its agent.
+    let mut pos = Vec::with_capacity(s.messages.len());
+    let mut count = vec![0usize; s.agents.len()];
+    for m in &s.messages {
+        pos.push(count[m.agent]);
+        count[m.agent] += 1;
+    }
+    // Messages of `agent` before global index `end`.
+    let before = |agent: usize, end: usize| {
+        s.messages[..end].iter().filter(|m| m.agent == agent).count()
+    };
+    let agent_id = |a: usize| s.agents[a].id.clone();
+    let mut agents = BTreeMap::new();
+    for (a, ag) in s.agents.iter().enumerate() {
+        let messages: Vec<_> = s
+            .messages
+            .iter()
+            .filter(|m| m.agent == a)
+            .map(|m| {
+                json!([m.role, m.parts, m.timestamp, m.flags, file(m.source.file), m.source.line])
+            })
+            .collect();
+        let calls: Vec<_> = s
+            .calls
+            .iter()
+            .filter(|c| c.agent == a)
+            .map(|c| {
+                json!([
+                    before(a, c.context_end),
+                    c.reply.map(|r| pos[r]),
+                    c.usage,
+                    c.model,
+                    c.timestamp,
+                    c.request_id,
+                    file(c.source.file),
+                    c.source.line
+                ])
+            })
+            .collect();
+        let compactions: Vec<_> = s
+            .compactions
+            .iter()
+            .filter(|c| c.agent == a)
+            .map(|c| {
+                json!([
+                    before(a, c.at_message),
+                    c.summary.map(|m| pos[m]),
+                    c.kept_from.map(|m| before(a, m)),
+                    c.trigger,
+                    c.pre_tokens,
+                    c.timestamp,
+                    file(c.source.file),
+                    c.source.line
+                ])
+            })
+            .collect();
+        agents.insert(
+            ag.id.clone(),
+            json!({
+                "name": ag.name, "model": ag.model, "parent": ag.parent.map(agent_id),
+                "spawned_by": ag.spawned_by, "messages": messages, "calls": calls,
+                "compactions": compactions,
+            }),
+        );
+    }
+    let mut warnings: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    warnings.sort();
+    let mut sorted_files = files.clone();
+    sorted_files.sort();
+    json!({
+        "id": s.id, "title": s.title, "format": s.source.format, "files": sorted_files,
+        "bytes": s.source.bytes, "usage_only": s.usage_only, "thresholds": s.thresholds,
+        "agents": agents, "warnings": warnings,
+        // Which agent made each call, in the session's (time) order.
+        "call_agents": s.calls.iter().map(|c| agent_id(c.agent)).collect::<Vec<_>>(),
+    })
+}
+
+/// The main file and a subagent file growing at the same time (a subagent working while the main
+/// file gets its progress entries): the same session as loading both finished files, up to how
+/// the two agents' messages interleave in the session's vectors (appended as they arrive).
+#[test]
+fn main_and_subagent_files_growing_together_give_the_loaded_session() {
+    let src = workspace(CLAUDE_SAMPLE);
+    let src_sub = src.with_extension("").join("subagents");
+    let sub_name = "agent-afd0ae1aa5bccd950.jsonl";
+    let main = fs::read(&src).unwrap();
+    let sub = fs::read(src_sub.join(sub_name)).unwrap();
+    let main_ends = line_ends(&main);
+    for seed in [3u64, 17, 99] {
+        let mut rng = Rng(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let dst = dir.path().join(src.file_name().unwrap());
+        let dst_sub = dst.with_extension("").join("subagents");
+        fs::create_dir_all(&dst_sub).unwrap();
+        let dst_subfile = dst_sub.join(sub_name);
+        // Half the main file first, then both grow in random turns.
+        let mut m_at = main_ends[main_ends.len() / 2];
+        fs::write(&dst, &main[..m_at]).unwrap();
+        let mut f = Follower::open(&dst).unwrap();
+        let mut s_at = 0;
+        let mut seen_calls = f.session().calls.len();
+        while m_at < main.len() || s_at < sub.len() {
+            let main_turn = s_at == sub.len() || (m_at < main.len() && rng.below(2) == 0);
+            let (data, at, path) = if main_turn {
+                (&main, &mut m_at, &dst)
+            } else {
+                (&sub, &mut s_at, &dst_subfile)
+            };
+            let next = (*at + 1 + rng.below(20_000) as usize).min(data.len());
+            append(path, &data[*at..next]);
+            *at = next;
+            if let Some(u) = f.poll().unwrap() {
+                assert!(u.reloaded.is_none());
+                seen_calls += u.calls.len();
+                assert_eq!(seen_calls, f.session().calls.len());
+            }
+        }
+        let loaded = formats::load_file(&dst).unwrap();
+        assert_eq!(
+            per_agent(f.session()),
+            per_agent(&loaded),
+            "seed {seed}: followed and loaded sessions differ"
+        );
+        assert_eq!(f.session().agents.len(), 2);
     }
 }
