@@ -125,6 +125,9 @@ fn main() {
         "messages", "calls", "strategy", "seconds", "per call (ns)", "target", "compactions"
     );
     let mut per_call = Vec::new();
+    let mut md = String::from(
+        "## Replay (benches/replay.rs)\n\nGenerated single-agent session (request, tool call, tool result, answer; a call per two messages), heuristic counter, window 100,000, one core. Target: 1,000,000 messages in ≤ 1 s per strategy; per-call cost flat from 10k to 1M.\n\n| messages | calls | strategy | seconds | per call (ns) | compactions |\n|---:|---:|---|---:|---:|---:|\n",
+    );
     // CTXLAB_BENCH_SIZES=100000 (comma-separated) narrows the run for profiling.
     let sizes: Vec<usize> = std::env::var("CTXLAB_BENCH_SIZES")
         .ok()
@@ -139,6 +142,12 @@ fn main() {
             let (secs, run) = time(&s, spec);
             let ns = secs * 1e9 / s.calls.len() as f64;
             per_call.push((n, name, ns));
+            md.push_str(&format!(
+                "| {} | {} | {name} | {secs:.3} | {ns:.0} | {} |\n",
+                ctxlab_plugin_api::fmt_tokens(n as u64),
+                ctxlab_plugin_api::fmt_tokens(s.calls.len() as u64),
+                run.compactions.len()
+            ));
             let target = if n == 1_000_000 {
                 if secs <= 1.0 {
                     "≤ 1 s ok"
@@ -169,9 +178,21 @@ fn main() {
         if v.len() < 3 {
             continue;
         }
-        println!(
+        let line = format!(
             "{name}: per-call cost 1M / 10k = {:.2} (no growth with history length when ≈ 1)",
             v[2] / v[0]
+        );
+        println!("{line}");
+        md.push_str(&format!("\n{line}\n"));
+    }
+    // `make bench` (scripts/bench.sh) gathers these fragments into docs/benchmarks.md.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    let written =
+        std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("replay.md"), md));
+    if let Err(e) = written {
+        eprintln!(
+            "bench: cannot write {}: {e}",
+            dir.join("replay.md").display()
         );
     }
 }
