@@ -97,6 +97,11 @@ fn has_complete_line(log: &Path) -> ctxlab::Result<bool> {
     }
 }
 
+enum Event {
+    Call(usize),
+    Compaction(usize),
+}
+
 struct Printer<'m> {
     json: bool,
     models: &'m ModelTable,
@@ -137,38 +142,48 @@ impl Printer<'_> {
                 writeln!(std::io::stdout(), "! {w}").map_err(stdout_err)?;
             }
         }
-        // Calls and compactions in the order they happened (one update may hold several).
-        let mut events: Vec<(i64, u32, u32, Option<usize>, Option<usize>)> = u
+        // Calls and compactions in the order they happened (one update may hold several);
+        // the key: timestamp (unknown last), then position in the log.
+        let mut events: Vec<((i64, u32, u32), Event)> = u
             .calls
             .iter()
             .map(|&i| {
                 let c = &s.calls[i];
-                let t = c.timestamp.unwrap_or(i64::MAX);
-                (t, c.source.file, c.source.line, Some(i), None)
+                let key = (
+                    c.timestamp.unwrap_or(i64::MAX),
+                    c.source.file,
+                    c.source.line,
+                );
+                (key, Event::Call(i))
             })
             .chain(u.compactions.clone().map(|i| {
                 let c = &s.compactions[i];
-                let t = c.timestamp.unwrap_or(i64::MAX);
-                (t, c.source.file, c.source.line, None, Some(i))
+                let key = (
+                    c.timestamp.unwrap_or(i64::MAX),
+                    c.source.file,
+                    c.source.line,
+                );
+                (key, Event::Compaction(i))
             }))
             .collect();
-        events.sort_by_key(|e| (e.0, e.1, e.2));
+        events.sort_by_key(|(key, _)| *key);
         let mut printed = 0;
-        for (_, _, _, call, compaction) in events {
+        for (_, event) in events {
             if limit.is_some_and(|n| printed >= n) {
                 break;
             }
-            if let Some(k) = compaction {
-                self.compaction(s, &s.compactions[k])?;
+            match event {
+                Event::Compaction(k) => self.compaction(s, &s.compactions[k])?,
+                Event::Call(i) => {
+                    let row = call_row(s, i, self.models);
+                    if self.json {
+                        emit(serde_json::json!({ "event": "call", "call": row }))?;
+                    } else {
+                        writeln!(std::io::stdout(), "{}", call_line(&row)).map_err(stdout_err)?;
+                    }
+                    printed += 1;
+                }
             }
-            let Some(i) = call else { continue };
-            let row = call_row(s, i, self.models);
-            if self.json {
-                emit(serde_json::json!({ "event": "call", "call": row }))?;
-            } else {
-                writeln!(std::io::stdout(), "{}", call_line(&row)).map_err(stdout_err)?;
-            }
-            printed += 1;
         }
         // A reply's usage arrives after it (Codex) or grows while it streams (Claude Code).
         for &i in &u.changed_calls {

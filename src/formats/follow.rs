@@ -105,6 +105,8 @@ pub struct Follower {
     /// One per `Source::files` entry.
     files: Vec<Cursor>,
     seen: Seen,
+    /// A read failed part way: lines may have been read without their cursor moving on.
+    broken: Option<String>,
 }
 
 /// How far one file has been read.
@@ -190,6 +192,7 @@ impl Follower {
             log,
             files: vec![Cursor::new(path.to_path_buf())],
             seen: Seen::default(),
+            broken: None,
         };
         let read = f.read_appended();
         let finished = f.log.finish();
@@ -215,7 +218,14 @@ impl Follower {
 
     /// Reads what was appended since the last poll. `None` when no new line is complete yet.
     pub fn poll(&mut self) -> Result<Option<Update>> {
-        if let Some(reason) = self.changed_under_us()? {
+        let reload = match self.broken.take() {
+            Some(e) => Some(format!(
+                "reading {} failed ({e}): read again from the start",
+                self.path.display()
+            )),
+            None => self.changed_under_us()?,
+        };
+        if let Some(reason) = reload {
             let fresh = Follower::open(&self.path)?;
             *self = fresh;
             return Ok(Some(self.everything(reason)));
@@ -235,7 +245,7 @@ impl Follower {
         self.log.unfinish();
         let read = self.read_appended();
         let finished = self.log.finish();
-        let bytes = read?;
+        let bytes = read.inspect_err(|e| self.broken = Some(e.to_string()))?;
         finished?;
         let mut update = self.seen.diff(self.log.session(), self.log.call_order());
         update.bytes = bytes;
