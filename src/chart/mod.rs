@@ -464,7 +464,11 @@ fn header_height(fig: &Figure, width: u32) -> u32 {
     TITLE_HEIGHT + 22 * legend_rows(fig, width).len() as u32
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, fig: &Figure) -> Result<()> {
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    fig: &Figure,
+    format: Format,
+) -> Result<()> {
     root.fill(&WHITE).map_err(draw_err)?;
     let width = root.dim_in_pixel().0;
     let (head, body) = root.split_vertically(header_height(fig, width));
@@ -509,7 +513,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, fig: &Figure) -> Resul
     let rows = fig.panels.len().div_ceil(fig.cols);
     let areas = body.split_evenly((rows, fig.cols));
     for (area, p) in areas.iter().zip(&fig.panels) {
-        draw_panel(area, p, fig.x_max)?;
+        draw_panel(area, p, fig.x_max, format)?;
     }
     root.present().map_err(draw_err)?;
     Ok(())
@@ -553,6 +557,7 @@ fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
     x_max: f64,
+    format: Format,
 ) -> Result<()> {
     let (shown, above): (Vec<&HLine>, Vec<&HLine>) = p.hlines.iter().partition(|h| h.y <= p.y_max);
     let mut title = p.title.clone();
@@ -589,10 +594,34 @@ fn draw_panel<DB: DrawingBackend>(
     let columns = w.max(1) as usize;
 
     for s in &p.series {
-        let pts = decimate::min_max(&s.points, 0.0, x_max, columns);
-        chart
-            .draw_series(LineSeries::new(pts, s.color.stroke_width(2)))
-            .map_err(draw_err)?;
+        let mut pts = decimate::min_max(&s.points, 0.0, x_max, columns);
+        // Points landing on the same pixel as the one before add nothing.
+        let mut last = None;
+        pts.retain(|p| {
+            let px = chart.backend_coord(p);
+            let keep = last != Some(px);
+            last = Some(px);
+            keep
+        });
+        match format {
+            Format::Svg => {
+                chart
+                    .draw_series(LineSeries::new(pts, s.color.stroke_width(2)))
+                    .map_err(draw_err)?;
+            }
+            // plotters turns a wide bitmap line into a polygon whose corner at a near-reversal
+            // (a decimated column's max then min) lies far off the chart: two 1-pixel lines, one
+            // pixel apart, draw the same 2-pixel line without that spike.
+            Format::Png => {
+                let dy = p.y_max / h.max(1) as f64;
+                let shifted: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x, y + dy)).collect();
+                for line in [pts, shifted] {
+                    chart
+                        .draw_series(LineSeries::new(line, s.color.stroke_width(1)))
+                        .map_err(draw_err)?;
+                }
+            }
+        }
     }
 
     // Threshold lines first, so their labels (right end, above the line, or below when another
@@ -677,6 +706,7 @@ fn render(fig: &Figure, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> 
             draw(
                 SVGBackend::with_string(&mut s, (w, h)).into_drawing_area(),
                 fig,
+                format,
             )?;
             Ok(s.into_bytes())
         }
@@ -685,6 +715,7 @@ fn render(fig: &Figure, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> 
             draw(
                 BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area(),
                 fig,
+                format,
             )?;
             let mut out = Vec::new();
             let mut enc = png::Encoder::new(&mut out, w, h);

@@ -51,6 +51,12 @@ pub struct Args {
     /// Write the per-call series as CSV to this file.
     #[arg(long, value_name = "FILE")]
     series: Option<PathBuf>,
+    /// Write the chart (per-agent cumulative input and context occupancy) as PNG.
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Write the chart as SVG.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 fn parse_params(args: &Args) -> Result<Value> {
@@ -156,6 +162,27 @@ pub fn run(args: Args) -> Result<()> {
             };
             let mut f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
             replay::write_series_csv(&run, agent, &mut f).map_err(|e| Error::io(&path, e))?;
+        }
+        for (path, format) in [
+            (&args.png, ctxlab::chart::Format::Png),
+            (&args.svg, ctxlab::chart::Format::Svg),
+        ] {
+            if let Some(path) = path {
+                // Several sessions in one log: one chart each, numbered like the series files.
+                let path = match (runs.is_empty(), path.extension().and_then(|e| e.to_str())) {
+                    (true, _) => path.clone(),
+                    (false, ext) => {
+                        path.with_extension(format!("{}.{}", runs.len(), ext.unwrap_or("")))
+                    }
+                };
+                let title = format!(
+                    "{} — {}",
+                    session.title.as_deref().unwrap_or(&session.id),
+                    run.strategy
+                );
+                let bytes = ctxlab::chart::run_chart(&run, &title, format, &Default::default())?;
+                ctxlab::chart::write(&path, &bytes)?;
+            }
         }
         if !args.json {
             print!("{}", table(&run, agent, fidelity));
