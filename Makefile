@@ -43,3 +43,10 @@ bench: setup
 
 fmt:
 	$(CARGO) fmt --all
+
+# Every installed strategy compared on a sample session (Claude Code, 349 calls, two agents, one
+# recorded compaction); writes the HTML report and the chart, then opens the report.
+demo: build
+	@mkdir -p target/demo
+	./target/debug/ctxlab compare samples/claude-code/-home-maren-src-tidewater --all \
+		--html target/demo/report.html --png target/demo/compare.png --open

@@ -80,8 +80,11 @@ const WARN: RGBColor = RGBColor(230, 180, 0);
 const CUTOVER: RGBColor = RGBColor(214, 39, 40);
 const WINDOW: RGBColor = RGBColor(40, 40, 40);
 /// At most this many compaction markers per panel: beyond it they would merge into a grey block
-/// (and bloat an SVG); the caption says how many were left out.
-const MAX_MARKERS: usize = 60;
+/// (and bloat an SVG); a note says how many calls compacted.
+const MAX_MARKERS: usize = 40;
+/// Markers are labelled one by one only up to this many; past it the labels would be a wall of
+/// text, and one note names the kinds instead.
+const MAX_LABELLED: usize = 16;
 
 fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -654,6 +657,7 @@ fn draw_panel<DB: DrawingBackend>(
     // Compaction markers, thinned to MAX_MARKERS evenly over the run; a label where it fits
     // (right of its line, or left of it at the right edge).
     let step = p.markers.len().div_ceil(MAX_MARKERS).max(1);
+    let labelled = p.markers.len() <= MAX_LABELLED;
     for m in p.markers.iter().step_by(step) {
         let color = if m.recorded { RECORDED } else { SIMULATED };
         chart
@@ -664,6 +668,9 @@ fn draw_panel<DB: DrawingBackend>(
                 color.stroke_width(1),
             ))
             .map_err(draw_err)?;
+        if !labelled {
+            continue;
+        }
         let px = chart.backend_coord(&(m.x, p.y_max)).0 - px0;
         let tw = text_width(&m.label);
         let found = [2, 20, 38].into_iter().find_map(|y| {
@@ -679,16 +686,22 @@ fn draw_panel<DB: DrawingBackend>(
             taken.push(r);
         }
     }
-    if step > 1 {
-        plot.draw(&Text::new(
-            format!(
-                "{} calls compacted; one marker in {step} drawn",
-                fmt_tokens(p.markers.len() as u64)
-            ),
-            (w / 2, h - 18),
-            (FONT, 12).into_font().color(&SIMULATED),
-        ))
-        .map_err(draw_err)?;
+    if !labelled {
+        let mut kinds: Vec<&str> = p.markers.iter().flat_map(|m| m.label.split('+')).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let note = format!(
+            "{} calls compacted ({}){}",
+            fmt_tokens(p.markers.len() as u64),
+            kinds.join(", "),
+            if step > 1 {
+                format!("; one in {step} marked")
+            } else {
+                String::new()
+            }
+        );
+        let tw = text_width(&note);
+        label(&plot, &note, Rect(4, 2, 4 + tw, 17), SIMULATED)?;
     }
     Ok(())
 }
