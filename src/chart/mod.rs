@@ -81,7 +81,7 @@ const CUTOVER: RGBColor = RGBColor(214, 39, 40);
 const WINDOW: RGBColor = RGBColor(40, 40, 40);
 /// At most this many compaction markers per panel: beyond it they would merge into a grey block
 /// (and bloat an SVG); a note says how many calls compacted.
-const MAX_MARKERS: usize = 40;
+const MAX_MARKERS: usize = 30;
 /// Markers are labelled one by one only up to this many; past it the labels would be a wall of
 /// text, and one note names the kinds instead.
 const MAX_LABELLED: usize = 16;
@@ -586,6 +586,7 @@ fn draw_panel<DB: DrawingBackend>(
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 13))
         .light_line_style(RGBColor(238, 238, 238))
+        .max_light_lines(2)
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
         .map_err(draw_err)?;
@@ -634,8 +635,8 @@ fn draw_panel<DB: DrawingBackend>(
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(0.0, l.y), (x_max, l.y)],
-                8,
-                5,
+                12,
+                7,
                 l.color.stroke_width(2),
             ))
             .map_err(draw_err)?;
@@ -663,8 +664,8 @@ fn draw_panel<DB: DrawingBackend>(
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(m.x, 0.0), (m.x, p.y_max)],
-                6,
-                5,
+                8,
+                7,
                 color.stroke_width(1),
             ))
             .map_err(draw_err)?;
