@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use common::{best_of, machine, mb, peak_rss, target_dir, write_fragment};
 use ctxlab::tokens::TokenCounter;
+use ctxlab_plugin_api::sdk::fmt_tokens;
 use serde::{Deserialize, Serialize};
 
 /// What one child measured on one file.
@@ -260,11 +261,11 @@ fn markdown(
         "Generated transcript (benches/common/corpus.rs), page cache warm, best of 2 runs, one thread, \
          release build; {}. ctxlab = `formats::load` (parse every line into the session model) + \
          heuristic count of every message, in a fresh process per file so peak RSS (`VmHWM`) is \
-         that file's. Peer: ccusage {} `claude daily --json --offline --single-thread` on the same \
+         that file's. Peer: {} `claude daily --json --offline --single-thread` on the same \
          file (`CLAUDE_CONFIG_DIR`), which only sums usage and keeps no message text. Target \
          (DESIGN.md §9): ≥ 500 MB/s, peak memory independent of file size.\n\n",
         machine(),
-        ccusage_version.unwrap_or("(not installed)")
+        ccusage_version.unwrap_or("ccusage (not installed)")
     ));
     s.push_str("| file | ctxlab load + count | MB/s | of which count (MB/s of text) | peak RSS | ccusage | MB/s | peak RSS | usage totals |\n");
     s.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
@@ -303,7 +304,9 @@ fn markdown(
     if let Some((m, _)) = rows.last() {
         s.push_str(&format!(
             "\nLargest file: {} calls, {} messages, {} heuristic tokens.\n",
-            m.calls, m.messages, m.tokens
+            fmt_tokens(m.calls as u64),
+            fmt_tokens(m.messages as u64),
+            fmt_tokens(m.tokens)
         ));
     }
     s

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use common::{best_of, machine, mb, target_dir, write_fragment};
 use ctxlab::model::Part;
 use ctxlab::tokens;
+use ctxlab_plugin_api::sdk::fmt_tokens;
 
 const REAL_LOGS: &[&str] = &[
     "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
@@ -68,8 +69,8 @@ fn race(corpus: &str, texts: &[String]) -> Vec<Row> {
         peer.encode_ordinary("warm up");
         let peer_init = start.elapsed();
         let (ours_time, ours_tokens) =
-            best_of(3, || texts.iter().map(|t| ours.count_text(t)).sum::<u64>());
-        let (peer_time, peer_tokens) = best_of(3, || {
+            best_of(5, || texts.iter().map(|t| ours.count_text(t)).sum::<u64>());
+        let (peer_time, peer_tokens) = best_of(5, || {
             texts
                 .iter()
                 .map(|t| peer.encode_ordinary(t).len() as u64)
@@ -128,7 +129,7 @@ fn main() {
     let mut s = String::new();
     s.push_str("## Exact counting: o200k / cl100k against tiktoken-rs\n\n");
     s.push_str(&format!(
-        "Each text, thinking, tool-call and tool-result string counted on its own, best of 3, one \
+        "Each text, thinking, tool-call and tool-result string counted on its own, best of 5, one \
          thread, release build; {}. ctxlab's exact counters use the `bpe-openai` crate; the peer \
          is `tiktoken-rs` `encode_ordinary(text).len()`. *Real logs*: {}. *Generated*: the 20 MB \
          Claude Code corpus of benches/common/corpus.rs. Target (DESIGN.md §9): ≥ 1.5× tiktoken-rs.\n\n",
@@ -148,7 +149,7 @@ fn main() {
             mb(r.bytes) / r.ours.as_secs_f64(),
             mb(r.bytes) / r.peer.as_secs_f64(),
             r.peer.as_secs_f64() / r.ours.as_secs_f64(),
-            r.tokens,
+            fmt_tokens(r.tokens),
             if r.agree { "yes" } else { "NO" }
         ));
     }
