@@ -84,6 +84,16 @@ pub enum Objective {
     Recall,
 }
 
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Objective::Cost => "cost",
+            Objective::Tokens => "tokens",
+            Objective::Recall => "recall",
+        })
+    }
+}
+
 impl std::str::FromStr for Objective {
     type Err = Error;
     fn from_str(s: &str) -> Result<Objective> {

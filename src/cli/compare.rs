@@ -280,9 +280,16 @@ fn open(path: &Path) {
     }
 }
 
-/// Columns padded to their widest cell; the first (and with `text_last` the last) left-aligned.
+/// Columns padded to their widest cell: figures right-aligned, text left-aligned. The first row
+/// is the header; `text_last` keeps the last column unpadded (free text).
 pub fn aligned(rows: &[Vec<String>], text_last: bool) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let figure = |c: &str| {
+        !c.is_empty()
+            && c.chars().any(|ch| ch.is_ascii_digit())
+            && c.chars()
+                .all(|ch| ch.is_ascii_digit() || ",.$% –−+±#ptx".contains(ch))
+    };
     let w: Vec<usize> = (0..n)
         .map(|i| {
             rows.iter()
@@ -292,22 +299,31 @@ pub fn aligned(rows: &[Vec<String>], text_last: bool) -> String {
                 .unwrap_or(0)
         })
         .collect();
+    let right: Vec<bool> = (0..n)
+        .map(|i| {
+            let cells: Vec<&String> = rows.iter().skip(1).filter_map(|r| r.get(i)).collect();
+            cells.iter().any(|c| !c.is_empty())
+                && cells
+                    .iter()
+                    .all(|c| c.is_empty() || figure(c) || c.as_str() == "–")
+        })
+        .collect();
     let mut out = String::new();
     for r in rows {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
             let pad = w[i] - c.chars().count();
-            if i == 0 {
+            if text_last && i + 1 == n {
                 line.push_str(c);
+            } else if right[i] {
                 line.push_str(&" ".repeat(pad));
-            } else if text_last && i + 1 == n {
-                line.push_str("  ");
                 line.push_str(c);
-                line.push_str(&" ".repeat(pad));
             } else {
-                line.push_str("  ");
-                line.push_str(&" ".repeat(pad));
                 line.push_str(c);
+                line.push_str(&" ".repeat(pad));
             }
         }
         out.push_str(line.trim_end());

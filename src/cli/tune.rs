@@ -149,7 +149,7 @@ pub fn run(args: Args) -> Result<()> {
         })?;
         let c = &result.candidates[best];
         let note = format!(
-            "tune over {} session{}, objective {:?}, {}",
+            "tune over {} session{}, objective {}, {}",
             sessions.len(),
             if sessions.len() == 1 { "" } else { "s" },
             result.objective,
@@ -191,7 +191,7 @@ fn swept_text(swept: &serde_json::Map<String, serde_json::Value>) -> String {
 
 fn report(r: &TuneResult, sweeps: &[Sweep], top: usize) -> String {
     let mut out = format!(
-        "tune {} on {} session{}: {} parameter sets, objective {:?}{}\n",
+        "tune {} on {} session{}: {} parameter sets, objective {}{}\n",
         r.strategy,
         r.sessions.len(),
         if r.sessions.len() == 1 { "" } else { "s" },
