@@ -8,6 +8,13 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 
 # A C compiler for the C plugin example and -sys crates.
 for p in gcc make pkg-config; do have_pkg "$p" || need_apt+=("$p"); done
+# The desktop app (Tauri 2 on WebKitGTK), and its end-to-end tests: a virtual display,
+# WebKit's WebDriver, Node for the UI build and tests, python3 for the e2e script's free ports.
+for p in libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev \
+  libxdo-dev xvfb xauth webkit2gtk-driver python3; do
+  have_pkg "$p" || need_apt+=("$p")
+done
+{ command -v node >/dev/null && command -v npm >/dev/null; } || need_apt+=(nodejs npm)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -17,3 +24,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust with rustup first" >&2; exit 1; }
+
+# tauri-driver bridges WebDriver to WebKitWebDriver for the app's end-to-end tests.
+command -v tauri-driver >/dev/null || {
+  echo "setup: installing tauri-driver"
+  cargo install tauri-driver --version ^2 --locked
+}
+
+# The UI's npm packages, installed again only when package-lock.json changed since the last
+# install (a copy of the lock it installed is kept in node_modules).
+ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
+if [ -f "$ui/package-lock.json" ] && ! cmp -s "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json"; then
+  echo "setup: npm ci in ui/"
+  (cd "$ui" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json)
+fi

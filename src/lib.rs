@@ -3,6 +3,7 @@
 //!
 //! Code map (see docs/architecture in DESIGN.md §1):
 //! - [`model`]: the session model every reader produces;
+//! - [`discover`]: session logs agent tools left on this machine (for the app's Library);
 //! - [`formats`]: one reader per log format, and sniffing;
 //! - [`tokens`]: token counters and calibration against recorded usage;
 //! - [`inspect`]: per-session and per-agent summary of a log (`ctxlab inspect`);
@@ -10,6 +11,7 @@
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
 //! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
 
+pub mod discover;
 pub mod chart;
 pub mod compare;
 pub mod error;

@@ -1,0 +1,250 @@
+//! The commands the UI calls. Each is a few lines over the `ctxlab` library: no figure is
+//! computed here. Heavy work runs on a blocking thread so the window never stalls.
+
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::view::*;
+use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::Error;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use tauri::ipc::Channel;
+use tauri::State;
+
+/// Runs heavy work off the UI thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError {
+            code: "internal".into(),
+            message: format!("the work stopped unexpectedly: {e}"),
+        })?
+}
+
+#[tauri::command]
+pub fn list_strategies(state: State<'_, AppState>) -> Strategies {
+    let r = &state.registry;
+    Strategies {
+        strategies: replay::BASELINES
+            .iter()
+            .map(|id| StrategyInfo::baseline(id))
+            .chain(r.strategies().iter().map(StrategyInfo::of))
+            .collect(),
+        refused: r.refused().iter().map(RefusedPlugin::from).collect(),
+        searched: r
+            .searched()
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect(),
+        counters: tokens::COUNTERS.iter().map(|c| c.to_string()).collect(),
+    }
+}
+
+#[tauri::command]
+pub async fn discover_logs() -> AppResult<Vec<LogFile>> {
+    blocking(|| {
+        Ok(ctxlab::discover::local_logs()
+            .iter()
+            .map(LogFile::from)
+            .collect())
+    })
+    .await
+}
+
+#[tauri::command]
+pub fn library(state: State<'_, AppState>) -> OpenResult {
+    state.library()
+}
+
+#[tauri::command]
+pub async fn open_path<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    path: String,
+) -> AppResult<OpenResult> {
+    blocking(move || {
+        use tauri::Manager;
+        app.state::<AppState>().open(&PathBuf::from(path))
+    })
+    .await
+}
+
+#[tauri::command]
+pub fn close_session(state: State<'_, AppState>, key: u32) -> bool {
+    state.close(key)
+}
+
+#[tauri::command]
+pub async fn session_detail(state: State<'_, AppState>, key: u32) -> AppResult<SessionDetail> {
+    let (session, report) = state.get(key)?;
+    blocking(move || {
+        let counter = tokens::counter(&report.counter)?;
+        let raw = replay::recorded_raw_tokens(&session, counter.as_ref());
+        let cal = tokens::calibrate(&tokens::calibrate::samples(&session, &raw));
+        Ok(SessionDetail::of(
+            key,
+            &session,
+            &report,
+            &raw,
+            cal.as_ref(),
+        ))
+    })
+    .await
+}
+
+fn spec(state: &AppState, s: &StrategyRequest) -> AppResult<StrategySpec> {
+    let has_params = s.params.as_object().is_some_and(|m| !m.is_empty());
+    Ok(match s.id.as_str() {
+        "none" | "recorded" if has_params => {
+            return Err(Error::Invalid(format!("the {} baseline takes no parameters", s.id)).into())
+        }
+        "none" => StrategySpec::None,
+        "recorded" => StrategySpec::Recorded,
+        id => StrategySpec::Plugin {
+            entry: state.registry.require(id)?.clone(),
+            params: s.params.clone(),
+        },
+    })
+}
+
+/// The budget asked for, the log model's filling what is not given. `None` lets the engine
+/// resolve it (and name what is missing).
+fn budget(session: &ctxlab::model::Session, b: &BudgetRequest) -> Option<Budget> {
+    let model = replay::resolve_budget(session, None, &replay::ModelTable::builtin()).ok();
+    let window = b.context_window.or(model.map(|m| m.context_window))?;
+    Some(Budget {
+        context_window: window,
+        max_output: b.max_output.or(model.map(|m| m.max_output)).unwrap_or(0),
+        reserve: b.reserve.unwrap_or(0),
+    })
+}
+
+#[tauri::command]
+pub async fn replay(
+    state: State<'_, AppState>,
+    request: ReplayRequest,
+    on_progress: Channel<Progress>,
+) -> AppResult<Vec<RunView>> {
+    let (session, _) = state.get(request.session)?;
+    let specs = request
+        .strategies
+        .iter()
+        .map(|s| spec(&state, s))
+        .collect::<AppResult<Vec<_>>>()?;
+    let cancel = state.start_job(request.job);
+    let result = blocking(move || {
+        let counter = tokens::counter(request.counter.as_deref().unwrap_or(DEFAULT_COUNTER))?;
+        let calibration = request
+            .calibrate
+            .then(|| tokens::calibrate_session(&session, counter.as_ref()))
+            .flatten();
+        let runs = specs.len();
+        let mut out = Vec::with_capacity(runs);
+        for (i, spec) in specs.into_iter().enumerate() {
+            let strategy = spec.id().to_string();
+            let progress = |done: usize, total: usize| {
+                // A closed window drops the channel; the run itself goes on until cancelled.
+                let _ = on_progress.send(Progress::Calls {
+                    run: i + 1,
+                    runs,
+                    strategy: strategy.clone(),
+                    done,
+                    total,
+                });
+            };
+            let mut opts = ReplayOptions::new(counter.clone());
+            opts.budget = budget(&session, &request.budget);
+            opts.calibration = calibration.clone();
+            opts.cancel = Some(&*cancel as &AtomicBool);
+            opts.progress = Some(&progress);
+            out.push(RunView::of(&replay::run(&session, spec, &opts)?));
+            let _ = on_progress.send(Progress::Finished {
+                run: i + 1,
+                strategy,
+            });
+        }
+        Ok(out)
+    })
+    .await;
+    state.end_job(request.job);
+    result
+}
+
+#[tauri::command]
+pub fn cancel(state: State<'_, AppState>, job: u32) -> bool {
+    state.cancel(job)
+}
+
+/// The context one strategy sent at `call`, and what changed since the agent's previous call.
+#[tauri::command]
+pub async fn context_at(
+    state: State<'_, AppState>,
+    key: u32,
+    call: usize,
+    strategy: StrategyRequest,
+    counter: Option<String>,
+    budget_request: Option<BudgetRequest>,
+) -> AppResult<ContextView> {
+    let (session, _) = state.get(key)?;
+    let spec = spec(&state, &strategy)?;
+    blocking(move || {
+        let counter = tokens::counter(counter.as_deref().unwrap_or(DEFAULT_COUNTER))?;
+        let agent = session
+            .calls
+            .get(call)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "call {call} is not in the session ({} calls)",
+                    session.calls.len()
+                ))
+            })?
+            .agent;
+        let budget = budget(&session, &budget_request.unwrap_or_default()).or(
+            // Baselines ask nothing of the budget: let them show a log whose model is unknown.
+            matches!(spec, StrategySpec::None | StrategySpec::Recorded).then_some(Budget {
+                context_window: u64::MAX,
+                max_output: 0,
+                reserve: 0,
+            }),
+        );
+        let calibration = tokens::calibrate_session(&session, counter.as_ref());
+        let kept_at = |c: usize| -> AppResult<Vec<replay::KeptMessage>> {
+            let mut o = ReplayOptions::new(counter.clone());
+            o.budget = budget;
+            o.calibration = calibration.clone();
+            o.stop_at_call = Some(c);
+            Ok(replay::run(&session, spec.clone(), &o)?.kept)
+        };
+        let previous = session.calls[..call]
+            .iter()
+            .rposition(|c| c.agent == agent)
+            .map(kept_at)
+            .transpose()?
+            .unwrap_or_default();
+        let kept = kept_at(call)?;
+        Ok(ContextView::of(&session, spec.id(), call, &kept, &previous))
+    })
+    .await
+}
+
+/// The strategy's parameters in its system's own config format; written to `path` when given,
+/// after the text was read back by the plugin's importer.
+#[tauri::command]
+pub fn export_config(
+    state: State<'_, AppState>,
+    request: ExportRequest,
+) -> AppResult<ExportResult> {
+    let entry = state.registry.require(&request.strategy)?;
+    let text = entry.create(&request.params)?.export(&request.format)?;
+    entry.import(&request.format, &text)?;
+    let written = match request.path {
+        Some(p) => {
+            std::fs::write(&p, &text).map_err(|e| Error::io(&p, e))?;
+            Some(p)
+        }
+        None => None,
+    };
+    Ok(ExportResult { text, written })
+}

@@ -1,0 +1,45 @@
+//! The ctxlab desktop app: a Tauri shell whose commands are thin wrappers over the `ctxlab`
+//! library. Code map:
+//! - `commands`: what the UI may call (each granted one by one in `capabilities/main.json`);
+//! - `view`: the types the commands send, shaped for the UI (TypeScript in `ui/src/bindings`);
+//! - `state`: the plugin registry, open sessions, running jobs;
+//! - `error`: the one error type, `{code, message}`.
+
+pub mod commands;
+pub mod error;
+pub mod state;
+pub mod view;
+
+use state::AppState;
+use std::path::PathBuf;
+
+/// `base` with the app's plugins, state and commands; the tests pass Tauri's mock builder.
+pub fn setup<R: tauri::Runtime>(base: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
+    base.plugin(tauri_plugin_dialog::init())
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::list_strategies,
+            commands::discover_logs,
+            commands::library,
+            commands::open_path,
+            commands::close_session,
+            commands::session_detail,
+            commands::context_at,
+            commands::replay,
+            commands::cancel,
+            commands::export_config,
+        ])
+}
+
+/// Starts the app. Logs named on the command line (files or folders) are open when the window
+/// appears: `make app` passes the samples so a first run has something to show.
+pub fn run() {
+    let state = AppState::new(ctxlab::plugin_host::Registry::discover());
+    for arg in std::env::args_os().skip(1) {
+        state.open_or_note(&PathBuf::from(arg));
+    }
+    if let Err(e) = setup(tauri::Builder::default(), state).run(tauri::generate_context!()) {
+        eprintln!("ctxlab: the window could not start: {e}");
+        std::process::exit(1);
+    }
+}

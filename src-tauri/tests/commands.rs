@@ -1,0 +1,302 @@
+//! The commands through Tauri's IPC on the mock runtime, with the app's real config and
+//! capabilities (a command the capability file does not grant is refused here too). Plugins come
+//! from the workspace's `target/debug` (`cargo build --workspace` makes them; `make test` does),
+//! logs from `../shared/real-logs`.
+
+use ctxlab::plugin_host::{Origin, Registry, SearchDir};
+use ctxlab_app::state::AppState;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow};
+
+fn real_log(rel: &str) -> String {
+    let p = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/real-logs/"
+    ))
+    .join(rel);
+    assert!(
+        p.is_file(),
+        "missing {}: the real logs must sit in ../shared beside the checkout",
+        p.display()
+    );
+    p.display().to_string()
+}
+
+fn registry() -> Registry {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/debug"));
+    let r = Registry::discover_in(&[SearchDir {
+        path: dir.clone(),
+        origin: Origin::Checkout,
+    }]);
+    assert!(
+        r.find("fuseraft.compaction").is_some(),
+        "no fuseraft plugin in {}: build the plugins first (`cargo build --workspace`, as `make test` does)",
+        dir.display()
+    );
+    r
+}
+
+struct App {
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+}
+
+fn app() -> App {
+    let app = ctxlab_app::setup(mock_builder(), AppState::new(registry()))
+        .build(tauri::generate_context!())
+        .expect("build the app on the mock runtime");
+    // The config's window, as the capabilities name it.
+    let window = match app.get_webview_window("main") {
+        Some(w) => w,
+        None => tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .expect("main window"),
+    };
+    App { _app: app, window }
+}
+
+impl App {
+    fn invoke(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        get_ipc_response(
+            &self.window,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: CallbackFn(0),
+                error: CallbackFn(1),
+                url: "tauri://localhost".parse().expect("url"),
+                body: InvokeBody::Json(args),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.into(),
+            },
+        )
+        .map(|b| b.deserialize::<Value>().expect("a JSON answer"))
+    }
+
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.invoke(cmd, args)
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    fn open(&self, rel: &str) -> u64 {
+        let r = self.ok("open_path", json!({ "path": real_log(rel) }));
+        r["sessions"][0]["key"].as_u64().expect("a session key")
+    }
+}
+
+const FOREST: &str = "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl";
+
+#[test]
+fn lists_baselines_plugins_and_counters() {
+    let a = app();
+    let s = a.ok("list_strategies", json!({}));
+    let ids: Vec<&str> = s["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(&ids[..2], ["none", "recorded"]);
+    assert!(ids.contains(&"fuseraft.compaction"), "{ids:?}");
+    let fuseraft = s["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "fuseraft.compaction")
+        .unwrap();
+    let trigger = fuseraft["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "TriggerTurnCount")
+        .expect("TriggerTurnCount in the schema");
+    assert_eq!(trigger["kind"], "int");
+    assert_eq!(trigger["default"], 50);
+    assert_eq!(trigger["min"], 1.0);
+    assert!(fuseraft["export_formats"].as_array().unwrap().len() > 0);
+    assert_eq!(s["counters"][0], "heuristic");
+    assert!(s["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "o200k"));
+}
+
+#[test]
+fn opens_a_log_and_shows_its_agents_calls_and_fidelity() {
+    let a = app();
+    let key = a.open(FOREST);
+    let lib = a.ok("library", json!({}));
+    assert_eq!(lib["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(lib["sessions"][0]["format"], "claude-code");
+
+    let d = a.ok("session_detail", json!({ "key": key }));
+    let calls = d["summary"]["calls"].as_u64().unwrap() as usize;
+    assert!(calls > 100, "{calls} calls");
+    assert_eq!(d["calls"]["agent"].as_array().unwrap().len(), calls);
+    assert_eq!(d["calls"]["estimate"].as_array().unwrap().len(), calls);
+    let recorded = d["calls"]["recorded_context"].as_array().unwrap();
+    assert!(recorded.iter().filter(|v| v.is_u64()).count() > 100);
+    let mean = d["fidelity"]["mean_ape"]
+        .as_f64()
+        .expect("a calibrated estimate");
+    assert!(mean < 10.0, "mean estimate error {mean}%");
+    assert_eq!(d["agents"][0]["parent"], Value::Null);
+
+    let last = calls - 1;
+    let ctx = a.ok(
+        "context_at",
+        json!({ "key": key, "call": last, "strategy": { "id": "recorded", "params": {} } }),
+    );
+    assert_eq!(ctx["call"], last);
+    let msgs = ctx["messages"].as_array().unwrap();
+    assert!(!msgs.is_empty());
+    assert!(msgs.iter().any(|m| m["new_since_previous"] == true));
+    assert!(msgs
+        .iter()
+        .all(|m| m["new_since_previous"] == false || m["index"].as_u64().is_some()));
+    assert!(ctx["tokens"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn replays_two_strategies_with_markers_thresholds_and_metrics() {
+    let a = app();
+    let key = a.open(FOREST);
+    let runs = a.ok(
+        "replay",
+        json!({
+            "request": {
+                "session": key,
+                "strategies": [
+                    { "id": "none", "params": {} },
+                    { "id": "fuseraft.compaction", "params": { "WarnAt": 400000, "CutoverAt": 600000 } }
+                ],
+                "counter": null,
+                "budget": { "context_window": null, "max_output": null, "reserve": null },
+                "calibrate": true,
+                "job": 7
+            },
+            "onProgress": "__CHANNEL__:1"
+        }),
+    );
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let (none, fr) = (&runs[0], &runs[1]);
+    assert_eq!(none["strategy"], "none");
+    assert_eq!(fr["strategy"], "fuseraft.compaction");
+    let calls = none["series"]["call"].as_array().unwrap().len();
+    assert!(calls > 100);
+    for col in [
+        "agent",
+        "input",
+        "output",
+        "cumulative",
+        "cumulative_since_compaction",
+    ] {
+        assert_eq!(fr["series"][col].as_array().unwrap().len(), calls, "{col}");
+    }
+    assert!(
+        !fr["compactions"].as_array().unwrap().is_empty(),
+        "fuseraft compacts this log"
+    );
+    assert!(none["compactions"].as_array().unwrap().is_empty());
+    let kinds: Vec<&str> = fr["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"warn") && kinds.contains(&"cutover"),
+        "{kinds:?}"
+    );
+    let total = |r: &Value| r["metrics"]["total_input_tokens"].as_u64().unwrap();
+    assert!(total(fr) < total(none), "compaction saves input tokens");
+    assert_eq!(fr["metrics"]["split_tool_pairs"], 0);
+    // The job is over: there is nothing left to cancel.
+    assert_eq!(a.ok("cancel", json!({ "job": 7 })), json!(false));
+}
+
+#[test]
+fn errors_carry_a_code_and_a_message() {
+    let a = app();
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(&broken, "this is not a session log\n{\"half\": \n").unwrap();
+    let e = a
+        .invoke("open_path", json!({ "path": broken.display().to_string() }))
+        .expect_err("a file in no known format");
+    assert_eq!(e["code"], "unknown_format");
+    assert!(
+        e["message"].as_str().unwrap().contains("broken.jsonl"),
+        "{e}"
+    );
+
+    let e = a
+        .invoke("open_path", json!({ "path": "/no/such/file.jsonl" }))
+        .expect_err("a missing file");
+    assert_eq!(e["code"], "io");
+
+    let e = a
+        .invoke("session_detail", json!({ "key": 999 }))
+        .expect_err("no such session");
+    assert_eq!(e["code"], "no_session");
+
+    let key = a.open(FOREST);
+    let e = a
+        .invoke(
+            "replay",
+            json!({
+                "request": { "session": key, "strategies": [{ "id": "no.such", "params": {} }],
+                             "counter": null, "budget": {}, "calibrate": true, "job": 1 },
+                "onProgress": "__CHANNEL__:2"
+            }),
+        )
+        .expect_err("an unknown strategy");
+    assert_eq!(e["code"], "invalid");
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .contains("fuseraft.compaction"));
+}
+
+#[test]
+fn exports_a_config_that_reads_back_and_writes_it() {
+    let a = app();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fuseraft.yaml");
+    let r = a.ok(
+        "export_config",
+        json!({ "request": {
+            "strategy": "fuseraft.compaction",
+            "params": { "TriggerTurnCount": 42 },
+            "format": "fuseraft",
+            "path": out.display().to_string()
+        }}),
+    );
+    let text = std::fs::read_to_string(&out).expect("the file was written");
+    assert_eq!(r["text"], text);
+    assert!(text.contains("TriggerTurnCount: 42"), "{text}");
+
+    let e = a
+        .invoke(
+            "export_config",
+            json!({ "request": { "strategy": "fuseraft.compaction",
+                                 "params": { "TriggerTurnCount": 0 }, "format": "fuseraft", "path": null } }),
+        )
+        .expect_err("TriggerTurnCount below its minimum");
+    assert_eq!(e["code"], "plugin");
+}
+
+#[test]
+fn discover_logs_is_granted_and_lists_files() {
+    let a = app();
+    let logs = a.ok("discover_logs", json!({}));
+    for l in logs.as_array().expect("a list") {
+        assert!(l["path"].as_str().unwrap().ends_with(".jsonl"), "{l}");
+        assert!(l["bytes"].is_u64());
+    }
+}

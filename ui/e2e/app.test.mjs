@@ -1,0 +1,146 @@
+// End to end: the real app (debug build with the UI embedded) under Xvfb, driven through
+// tauri-driver and WebKitWebDriver. scripts/app-e2e.sh starts all of it and sets:
+//   CTXLAB_APP      the app binary
+//   WEBDRIVER_URL   tauri-driver's address
+//   SHOTS           where screenshots go (target/e2e-shots)
+//   REAL_LOGS       ../shared/real-logs
+// Each step saves a screenshot; DOCS_SHOT=path also saves the compare view there.
+
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { WebDriver } from "./webdriver.mjs";
+
+const need = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the end-to-end tests with scripts/app-e2e.sh`);
+  return v;
+};
+const APP = need("CTXLAB_APP");
+const SHOTS = need("SHOTS");
+const REAL_LOGS = need("REAL_LOGS");
+const FOREST = join(REAL_LOGS, "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl");
+const work = mkdtempSync(join(tmpdir(), "ctxlab-e2e-"));
+const wd = new WebDriver(need("WEBDRIVER_URL"));
+
+async function shot(name) {
+  mkdirSync(SHOTS, { recursive: true });
+  const png = Buffer.from(await wd.screenshot(), "base64");
+  writeFileSync(join(SHOTS, `${name}.png`), png);
+  return png;
+}
+
+async function setInput(testid, value) {
+  await wd.exec(
+    `const el = document.querySelector('[data-testid="${testid}"]');
+     if (!el) throw new Error('no ${testid}');
+     el.value = arguments[0];
+     el.dispatchEvent(new Event('input', { bubbles: true }));
+     el.dispatchEvent(new Event('change', { bubbles: true }));`,
+    value,
+  );
+}
+
+async function tab(name) {
+  await wd.click(await wd.find(`[data-testid="tab-${name}"]`));
+}
+
+async function openPath(path) {
+  await tab("library");
+  const input = await wd.waitFor('[data-testid="open-path-input"]');
+  await wd.type(input, path);
+  await wd.click(await wd.find('[data-testid="open-path-button"]'));
+}
+
+describe("ctxlab app", () => {
+  before(async () => {
+    await wd.start({ "tauri:options": { application: APP }, "wdio:enforceWebDriverClassic": true });
+    await wd.waitFor('[data-testid="tab-library"]');
+  });
+  after(async () => {
+    await wd.quit();
+  });
+
+  it("opens a log and shows its agents and estimate fidelity", async () => {
+    await openPath(FOREST);
+    await wd.until("the session in the library", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("claude-code"));
+    await tab("session");
+    const fid = await wd.waitFor('[data-testid="fidelity"] strong');
+    assert.match(await wd.text(fid), /^±\d+\.\d%$/);
+    const agents = await wd.text(await wd.find('[data-testid="agents"]'));
+    assert.match(agents, /\d{1,3}(,\d{3})+/, "token counts with thousands separators");
+    await wd.until("the calls chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > 100);
+    await shot("01-session");
+  });
+
+  it("replays two strategies and shows charts with markers, thresholds and the metrics table", async () => {
+    await tab("compare");
+    await wd.click(await wd.waitFor('[data-testid="pick-none"]'));
+    await wd.click(await wd.find('[data-testid="pick-fuseraft.compaction"]'));
+    await setInput("param-fuseraft.compaction-WarnAt", "400000");
+    await setInput("param-fuseraft.compaction-CutoverAt", "600000");
+    await wd.click(await wd.find('[data-testid="run-compare"]'));
+    const table = await wd.waitFor('[data-testid="metrics-table"]', 180_000);
+    const rows = await wd.findAll('[data-testid="metrics-table"] tbody tr');
+    assert.equal(rows.length, 2);
+    const text = await wd.text(table);
+    assert.match(text, /none/);
+    assert.match(text, /fuseraft\.compaction/);
+    assert.match(text, /\d{1,3}(,\d{3}){2,}/, "totals in the millions, with separators");
+    const charts = await wd.findAll('[data-testid="chart"]');
+    assert.equal(charts.length, 2, "cumulative and occupancy, separate");
+    const cumulative = charts[0];
+    await wd.until("markers drawn", async () => Number(await wd.attr(cumulative, "data-markers")) > 0);
+    assert.ok(Number(await wd.attr(cumulative, "data-thresholds")) >= 2, "warn and cutover lines");
+    const titles = await wd.exec(`return [...document.querySelectorAll('.chart-title')].map(e => e.textContent)`);
+    assert.match(titles[0], /Cumulative input tokens/);
+    assert.match(titles[1], /Context occupancy/);
+    const png = await shot("02-compare");
+    if (process.env.DOCS_SHOT) writeFileSync(process.env.DOCS_SHOT, png);
+  });
+
+  it("shows what each strategy kept at a call, side by side", async () => {
+    await setInput("kept-call", "120");
+    await wd.exec(`document.querySelector('[data-testid="show-kept"]').scrollIntoView()`);
+    await wd.click(await wd.find('[data-testid="show-kept"]'));
+    await wd.waitFor('[data-testid="kept-1"]', 60_000);
+    const none = await wd.text(await wd.find('[data-testid="kept-0"] .context-head'));
+    const fr = await wd.text(await wd.find('[data-testid="kept-1"] .context-head'));
+    assert.match(none, /call 120/);
+    const tokens = (s) => Number(s.match(/([\d,]+) tokens/)[1].replace(/,/g, ""));
+    assert.ok(tokens(fr) < tokens(none), `fuseraft kept less than none at call 120: ${fr} vs ${none}`);
+    await wd.exec(`document.querySelector('[data-testid="kept"]').scrollIntoView()`);
+    await shot("03-kept");
+  });
+
+  it("exports the tuned parameters to a config file that reads back", async () => {
+    await tab("export");
+    await wd.waitFor('[data-testid="export-strategy"]');
+    await wd.exec(
+      `const s = document.querySelector('[data-testid="export-strategy"]');
+       s.value = 'fuseraft.compaction'; s.dispatchEvent(new Event('change', { bubbles: true }));`,
+    );
+    const out = join(work, "fuseraft.yaml");
+    await setInput("export-path", out);
+    await wd.click(await wd.find('[data-testid="export-write"]'));
+    await wd.waitFor('[data-testid="export-written"]', 30_000);
+    const text = readFileSync(out, "utf8");
+    assert.match(text, /CutoverAt: 600000/);
+    assert.match(text, /WarnAt: 400000/);
+    assert.equal(await wd.text(await wd.find('[data-testid="export-text"]')), text.trimEnd());
+    await shot("04-export");
+  });
+
+  it("names a broken file and why it could not be read", async () => {
+    const broken = join(work, "broken.jsonl");
+    writeFileSync(broken, "this is not a session log\n{\"half\": \n");
+    await openPath(broken);
+    const box = await wd.waitFor('[data-testid="load-errors"] [data-testid="error"]');
+    const msg = await wd.text(box);
+    assert.match(msg, /broken\.jsonl/);
+    assert.match(msg, /not a session log ctxlab can read/);
+    await shot("05-broken-file");
+  });
+});

@@ -1,0 +1,49 @@
+// Typed calls to the app's commands (src-tauri/src/commands.rs). The types come from
+// ./bindings, generated from the Rust types; a Rust test fails when they drift.
+
+import { Channel, invoke } from "@tauri-apps/api/core";
+import type { AppError } from "./bindings/AppError";
+import type { BudgetRequest } from "./bindings/BudgetRequest";
+import type { ContextView } from "./bindings/ContextView";
+import type { ExportRequest } from "./bindings/ExportRequest";
+import type { ExportResult } from "./bindings/ExportResult";
+import type { LogFile } from "./bindings/LogFile";
+import type { OpenResult } from "./bindings/OpenResult";
+import type { Progress } from "./bindings/Progress";
+import type { ReplayRequest } from "./bindings/ReplayRequest";
+import type { RunView } from "./bindings/RunView";
+import type { SessionDetail } from "./bindings/SessionDetail";
+import type { Strategies } from "./bindings/Strategies";
+import type { StrategyRequest } from "./bindings/StrategyRequest";
+
+/** A command's error: always `{code, message}`. */
+export function asAppError(e: unknown): AppError {
+  if (e && typeof e === "object" && "code" in e && "message" in e) return e as AppError;
+  return { code: "internal", message: String(e) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw asAppError(e);
+  }
+}
+
+export const api = {
+  listStrategies: () => call<Strategies>("list_strategies"),
+  discoverLogs: () => call<LogFile[]>("discover_logs"),
+  library: () => call<OpenResult>("library"),
+  openPath: (path: string) => call<OpenResult>("open_path", { path }),
+  closeSession: (key: number) => call<boolean>("close_session", { key }),
+  sessionDetail: (key: number) => call<SessionDetail>("session_detail", { key }),
+  contextAt: (key: number, callIndex: number, strategy: StrategyRequest, counter: string | null, budget: BudgetRequest | null) =>
+    call<ContextView>("context_at", { key, call: callIndex, strategy, counter, budgetRequest: budget }),
+  replay: (request: ReplayRequest, onProgress: (p: Progress) => void) => {
+    const channel = new Channel<Progress>();
+    channel.onmessage = onProgress;
+    return call<RunView[]>("replay", { request, onProgress: channel });
+  },
+  cancel: (job: number) => call<boolean>("cancel", { job }),
+  exportConfig: (request: ExportRequest) => call<ExportResult>("export_config", { request }),
+};

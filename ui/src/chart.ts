@@ -1,0 +1,267 @@
+// A uPlot line chart over a session's calls with compaction markers (vertical dashed lines),
+// threshold lines (horizontal dashed: warn yellow, cutover red, trigger violet), a hover box,
+// wheel zoom, drag-to-zoom, shift+wheel pan and double-click reset. Whatever the series length,
+// only the min-max decimation of the visible range is handed to uPlot, re-done on every zoom.
+
+import uPlot from "uplot";
+import { decimateIndices, pick } from "./decimate";
+import { fmtInt, fmtShort } from "./format";
+
+export interface ChartLine {
+  label: string;
+  values: (number | null)[];
+  color?: string;
+  dash?: number[];
+}
+
+export interface ChartMarker {
+  call: number;
+  label: string;
+  color?: string;
+}
+
+export interface ChartThreshold {
+  tokens: number;
+  kind: string;
+  label: string;
+}
+
+export interface ChartSpec {
+  title: string;
+  yLabel: string;
+  x: number[];
+  lines: ChartLine[];
+  markers: ChartMarker[];
+  thresholds: ChartThreshold[];
+  /** HTML lines for the hover box at one call. */
+  hover?: (call: number) => string;
+  onPick?: (call: number) => void;
+}
+
+export const PALETTE = ["#4e9ce6", "#e5894a", "#52b788", "#c77dff", "#e05d6f", "#d8b83a", "#4cc9c0", "#9c9c9c", "#7d8ce8", "#b5835a"];
+
+const THRESHOLD_COLORS: Record<string, string> = { warn: "#d6a400", cutover: "#e0483e", trigger: "#9b59d0" };
+
+function cssVar(name: string, fallback: string): string {
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return v || fallback;
+}
+
+export class Chart {
+  readonly root: HTMLElement;
+  private plot: uPlot | null = null;
+  private spec: ChartSpec;
+  private redecimating = false;
+  private hoverBox: HTMLDivElement;
+  private resizeObserver: ResizeObserver;
+
+  constructor(parent: HTMLElement, spec: ChartSpec) {
+    this.spec = spec;
+    this.root = document.createElement("div");
+    this.root.className = "chart";
+    this.root.dataset.testid = "chart";
+    const title = document.createElement("div");
+    title.className = "chart-title";
+    title.textContent = spec.title;
+    this.root.append(title);
+    this.hoverBox = document.createElement("div");
+    this.hoverBox.className = "chart-hover";
+    this.hoverBox.hidden = true;
+    parent.append(this.root);
+    this.build();
+    this.root.append(this.hoverBox);
+    this.resizeObserver = new ResizeObserver(() => this.resize());
+    this.resizeObserver.observe(this.root);
+  }
+
+  private width(): number {
+    return Math.max(300, this.root.clientWidth - 8);
+  }
+
+  /** The columns uPlot gets for x in [lo, hi]. */
+  private dataFor(lo: number, hi: number): uPlot.AlignedData {
+    const { x, lines } = this.spec;
+    const a = Math.max(0, Math.floor(lo));
+    const b = Math.min(x.length, Math.ceil(hi) + 1);
+    const idx = decimateIndices(
+      lines.map((l) => l.values),
+      a,
+      b,
+      this.width(),
+    );
+    return [Array.from(idx, (i) => x[i]), ...lines.map((l) => pick(l.values, idx))] as uPlot.AlignedData;
+  }
+
+  private build() {
+    const { spec } = this;
+    const axisColor = cssVar("--fg-muted", "#888");
+    const gridColor = cssVar("--grid", "rgba(128,128,128,0.15)");
+    const n = spec.x.length;
+    const opts: uPlot.Options = {
+      width: this.width(),
+      height: 300,
+      scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(max, ...spec.thresholds.map((t) => t.tokens)) * 1.08 || 1] } },
+      axes: [
+        { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor }, label: "call", values: (_u, ts) => ts.map((t) => fmtInt(t)) },
+        { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor }, label: spec.yLabel, size: 60, values: (_u, ts) => ts.map((t) => fmtShort(t)) },
+      ],
+      series: [
+        { label: "call", value: (_u, v) => (v === null ? "—" : fmtInt(v)) },
+        ...spec.lines.map((l, i) => ({
+          label: l.label,
+          stroke: l.color ?? PALETTE[i % PALETTE.length],
+          width: 1.5,
+          dash: l.dash,
+          spanGaps: true,
+          points: { show: false },
+          value: (_u: uPlot, v: number | null) => (v === null ? "—" : fmtInt(v)),
+        })),
+      ],
+      cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 6 } },
+      legend: { live: true },
+      hooks: {
+        draw: [(u) => this.drawOverlays(u)],
+        setScale: [
+          (u, key) => {
+            if (key !== "x" || this.redecimating) return;
+            const min = u.scales.x.min ?? 0;
+            const max = u.scales.x.max ?? n - 1;
+            this.redecimating = true;
+            u.setData(this.dataFor(min, max), false);
+            this.redecimating = false;
+          },
+        ],
+        setCursor: [(u) => this.hover(u)],
+      },
+    };
+    this.plot = new uPlot(opts, this.dataFor(0, n - 1), this.root);
+    const over = this.plot.over;
+    over.addEventListener("wheel", (e) => this.wheel(e), { passive: false });
+    over.addEventListener("dblclick", () => this.resetZoom());
+    over.addEventListener("click", () => {
+      const i = this.plot?.cursor.idx;
+      if (i !== null && i !== undefined && this.plot) {
+        const call = this.plot.data[0][i];
+        if (call !== undefined) spec.onPick?.(call as number);
+      }
+    });
+  }
+
+  resetZoom() {
+    const n = this.spec.x.length;
+    this.plot?.setScale("x", { min: 0, max: Math.max(1, n - 1) });
+  }
+
+  private wheel(e: WheelEvent) {
+    const u = this.plot;
+    if (!u) return;
+    e.preventDefault();
+    const n = this.spec.x.length;
+    const min = u.scales.x.min ?? 0;
+    const max = u.scales.x.max ?? n - 1;
+    const span = max - min;
+    if (e.shiftKey) {
+      const shift = (span * Math.sign(e.deltaY || e.deltaX)) / 10;
+      const lo = Math.max(0, Math.min(n - 1 - span, min + shift));
+      u.setScale("x", { min: lo, max: lo + span });
+      return;
+    }
+    const at = u.posToVal(e.offsetX, "x");
+    const factor = e.deltaY < 0 ? 0.8 : 1.25;
+    const newSpan = Math.min(n - 1, Math.max(10, span * factor));
+    const lo = Math.max(0, at - ((at - min) / span) * newSpan);
+    u.setScale("x", { min: lo, max: Math.min(n - 1, lo + newSpan) });
+  }
+
+  private hover(u: uPlot) {
+    const i = u.cursor.idx;
+    if (i === null || i === undefined || !this.spec.hover || u.cursor.left === undefined || u.cursor.left < 0) {
+      this.hoverBox.hidden = true;
+      return;
+    }
+    const call = u.data[0][i] as number;
+    this.hoverBox.innerHTML = this.spec.hover(call);
+    this.hoverBox.hidden = false;
+    const left = (u.cursor.left ?? 0) + u.over.offsetLeft + 16;
+    const flip = left + 260 > this.root.clientWidth;
+    this.hoverBox.style.left = `${flip ? left - 290 : left}px`;
+    this.hoverBox.style.top = `${(u.cursor.top ?? 0) + u.over.offsetTop + 10}px`;
+  }
+
+  private drawOverlays(u: uPlot) {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const px = devicePixelRatio || 1;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    ctx.font = `${11 * px}px system-ui, sans-serif`;
+    let markers = 0;
+    ctx.setLineDash([5 * px, 4 * px]);
+    ctx.lineWidth = 1 * px;
+    const xmin = u.scales.x.min ?? 0;
+    const xmax = u.scales.x.max ?? 0;
+    let lastLabelEnd = -Infinity;
+    for (const m of this.spec.markers) {
+      if (m.call < xmin || m.call > xmax) continue;
+      const x = Math.round(u.valToPos(m.call, "x", true));
+      ctx.strokeStyle = m.color ?? "#888";
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      // Labels never overlap: one that would touch the previous is left out (the line stays).
+      const w = ctx.measureText(m.label).width;
+      if (x + 3 * px > lastLabelEnd + 4 * px) {
+        ctx.fillStyle = m.color ?? "#888";
+        ctx.fillText(m.label, x + 3 * px, top + 12 * px);
+        lastLabelEnd = x + 3 * px + w;
+      }
+      markers++;
+    }
+    let thresholds = 0;
+    const drawn = new Set<string>();
+    // Label boxes already placed, so close thresholds get their labels side by side.
+    const placed: { x: number; y: number }[] = [];
+    for (const t of this.spec.thresholds) {
+      const key = `${t.kind}:${t.tokens}`;
+      if (drawn.has(key)) continue;
+      drawn.add(key);
+      const y = Math.round(u.valToPos(t.tokens, "y", true));
+      if (y < top || y > top + height) continue;
+      const color = THRESHOLD_COLORS[t.kind] ?? "#888";
+      ctx.strokeStyle = color;
+      ctx.setLineDash([8 * px, 5 * px]);
+      ctx.lineWidth = 1.5 * px;
+      ctx.beginPath();
+      ctx.moveTo(left, y);
+      ctx.lineTo(left + width, y);
+      ctx.stroke();
+      ctx.fillStyle = color;
+      const text = `${t.kind} ${fmtInt(t.tokens)} (${t.label})`;
+      let tx = left + width - ctx.measureText(text).width - 6 * px;
+      for (const p of placed) if (Math.abs(p.y - y) < 14 * px && tx + ctx.measureText(text).width > p.x - 12 * px) tx = p.x - ctx.measureText(text).width - 16 * px;
+      ctx.fillText(text, tx, y - 4 * px);
+      placed.push({ x: tx, y });
+      thresholds++;
+    }
+    ctx.restore();
+    // What the end-to-end tests (and screen readers via the caption) can see of a canvas.
+    this.root.dataset.markers = String(markers);
+    this.root.dataset.thresholds = String(thresholds);
+    this.root.dataset.points = String(u.data[0].length);
+  }
+
+  private resize() {
+    if (!this.plot) return;
+    const w = this.width();
+    if (Math.abs(w - this.plot.width) > 2) this.plot.setSize({ width: w, height: 300 });
+  }
+
+  destroy() {
+    this.resizeObserver.disconnect();
+    this.plot?.destroy();
+    this.root.remove();
+  }
+}

@@ -1,0 +1,41 @@
+// The UI's state, shared by the views, with a tiny change notification.
+
+import type { AppError } from "./bindings/AppError";
+import type { OpenResult } from "./bindings/OpenResult";
+import type { RunView } from "./bindings/RunView";
+import type { SessionDetail } from "./bindings/SessionDetail";
+import type { Strategies } from "./bindings/Strategies";
+
+export type View = "library" | "session" | "compare" | "export";
+
+export interface Selection {
+  id: string;
+  /** The form's raw inputs by parameter name. */
+  values: Record<string, string | boolean>;
+}
+
+export const store = {
+  view: "library" as View,
+  strategies: null as Strategies | null,
+  library: { sessions: [], failed: [] } as OpenResult,
+  /** Errors of the last open attempts, newest first. */
+  openErrors: [] as AppError[],
+  current: null as number | null,
+  detail: null as SessionDetail | null,
+  /** Strategies picked for a comparison, in order. */
+  picked: [] as Selection[],
+  runs: [] as RunView[],
+  running: null as { job: number; text: string; share: number } | null,
+  status: "",
+};
+
+type Listener = () => void;
+const listeners = new Set<Listener>();
+
+export function onChange(f: Listener) {
+  listeners.add(f);
+}
+
+export function changed() {
+  for (const f of listeners) f();
+}

@@ -1,0 +1,162 @@
+// Session: agents (subagents nested), the calls over time with recorded usage beside the
+// estimate (fidelity), recorded compactions, and the context of any call.
+
+import { api } from "../api";
+import type { AgentView } from "../bindings/AgentView";
+import type { ContextView } from "../bindings/ContextView";
+import type { SessionDetail } from "../bindings/SessionDetail";
+import { Chart } from "../chart";
+import { clear, empty, errorBox, esc, h } from "../dom";
+import { fmtBytes, fmtInt, fmtPct } from "../format";
+import { store } from "../store";
+
+let chart: Chart | null = null;
+let contextCall: number | null = null;
+let context: ContextView | null = null;
+let contextError: string | null = null;
+let contextFor: number | null = null;
+
+export function agentTree(agents: AgentView[]): { agent: AgentView; depth: number }[] {
+  const out: { agent: AgentView; depth: number }[] = [];
+  const visit = (parent: number | null, depth: number) => {
+    for (const a of agents.filter((x) => (x.parent ?? null) === parent)) {
+      out.push({ agent: a, depth });
+      if (depth < 32) visit(a.index, depth + 1);
+    }
+  };
+  visit(null, 0);
+  // Agents whose parent is unknown still show, at the top level.
+  for (const a of agents) if (!out.some((o) => o.agent.index === a.index)) out.push({ agent: a, depth: 0 });
+  return out;
+}
+
+export function contextList(ctx: ContextView, testid: string): HTMLElement {
+  return h(
+    "div.context",
+    { testid },
+    h("div.context-head", {}, h("strong", {}, ctx.strategy), ` · call ${fmtInt(ctx.call)} · ${fmtInt(ctx.messages.filter((m) => m.state !== "dropped").length)} messages · ${fmtInt(ctx.tokens)} tokens`),
+    ctx.messages.map((m) =>
+      h(
+        "div",
+        { class: `ctx-msg role-${m.role} state-${m.state}${m.new_since_previous ? " new" : ""}`, title: m.preview },
+        h("span.role", {}, m.role),
+        h("span.num.tokens", {}, fmtInt(m.tokens)),
+        h("span.state", {}, m.state === "verbatim" ? "" : m.state === "summary" ? `summary of ${fmtInt(m.replaces)}` : m.state),
+        m.tools.length ? h("span.tools", {}, m.tools.join(", ")) : null,
+        h("span.preview", {}, m.preview),
+      ),
+    ),
+  );
+}
+
+async function loadContext(d: SessionDetail, call: number, rerender: () => void) {
+  contextCall = call;
+  contextError = null;
+  rerender();
+  try {
+    context = await api.contextAt(d.summary.key, call, { id: "recorded", params: {} }, null, null);
+    contextFor = d.summary.key;
+  } catch (e) {
+    context = null;
+    contextError = (e as { message: string }).message;
+  }
+  rerender();
+}
+
+export function renderSession(root: HTMLElement, rerender: () => void) {
+  chart?.destroy();
+  chart = null;
+  const d = store.detail;
+  if (!d) {
+    clear(root, store.current === null ? empty("No session selected", "Open a log in the Library (Alt+1), then pick it.") : h("div.muted", {}, "Loading the session…"));
+    return;
+  }
+  if (contextFor !== d.summary.key) {
+    context = null;
+    contextCall = null;
+  }
+  const s = d.summary;
+  const fid = d.fidelity;
+  const fidelity = fid
+    ? h(
+        "div.fidelity",
+        { testid: "fidelity", title: `Calibrated ${fid.counter} estimate vs the tokens the provider recorded, over ${fmtInt(fid.samples)} calls. Overhead ${fmtInt(fid.overhead)} tokens per call (system prompt, tool schemas), ratio ${fid.ratio.toFixed(3)}.` },
+        h("span.label", {}, "Estimate fidelity"),
+        h("strong", {}, `±${fmtPct(fid.mean_ape)}`),
+        ` mean, ±${fmtPct(fid.p95_ape)} p95 over ${fmtInt(fid.samples)} calls (${fid.counter})`,
+      )
+    : h("div.fidelity.muted", { testid: "fidelity" }, s.usage_only ? "Usage-only log: it charts, but it holds no text to replay." : "No call has both recorded usage and text: the estimate cannot be checked against this log.");
+
+  const tree = agentTree(d.agents);
+  const agents = h(
+    "table.grid",
+    { testid: "agents" },
+    h("thead", {}, h("tr", {}, ...["Agent", "Model", "Calls", "Messages", "Input", "Output", "Cache read", "Peak context", "Compactions", "Estimate error"].map((t) => h("th", {}, t)))),
+    h(
+      "tbody",
+      {},
+      tree.map(({ agent: a, depth }) =>
+        h(
+          "tr",
+          {},
+          h("td", { style: `padding-left:${0.6 + depth * 1.4}em` }, depth ? "↳ " : "", a.name),
+          h("td", {}, a.model ?? "—"),
+          h("td.num", {}, fmtInt(a.calls)),
+          h("td.num", {}, fmtInt(a.messages)),
+          h("td.num", {}, fmtInt(a.input)),
+          h("td.num", {}, fmtInt(a.output)),
+          h("td.num", {}, fmtInt(a.cache_read)),
+          h("td.num", {}, fmtInt(a.peak_context)),
+          h("td.num", {}, fmtInt(a.compactions)),
+          h("td.num", {}, a.fidelity_mean_ape === null ? "—" : `±${fmtPct(a.fidelity_mean_ape)}`),
+        ),
+      ),
+    ),
+  );
+
+  const callInput = h("input.num-input", { type: "number", min: 0, max: Math.max(0, s.calls - 1), value: String(contextCall ?? Math.max(0, s.calls - 1)), testid: "context-call" });
+  const showContext = () => void loadContext(d, Math.max(0, Math.min(s.calls - 1, Number(callInput.value) || 0)), rerender);
+  callInput.addEventListener("keydown", (e) => e.key === "Enter" && showContext());
+
+  const chartHost = h("div");
+  clear(
+    root,
+    h(
+      "div.session-head",
+      {},
+      h("h2", {}, s.title ?? s.id),
+      h("div.muted", {}, `${s.format} · ${s.path} · ${fmtBytes(s.bytes)} · ${fmtInt(s.calls)} calls · ${fmtInt(s.agents)} agents · ${s.model ?? "model unknown"}`),
+      fidelity,
+    ),
+    s.warning_count ? h("details.warnings", {}, h("summary", {}, `${fmtInt(s.warning_count)} lines could not be read`), s.warnings.map((w) => h("div.small", {}, `${w.file}:${w.line}: ${w.message}`))) : null,
+    h("h3", {}, "Agents"),
+    agents,
+    chartHost,
+    d.compactions.length
+      ? h("div.small.muted", {}, `Recorded compactions: ${d.compactions.map((c) => `${d.agents[c.agent]?.name ?? c.agent} at call ${c.call === null ? "?" : fmtInt(c.call)} (${c.trigger}${c.pre_tokens !== null ? `, ${fmtInt(c.pre_tokens)} tokens before` : ""}${c.inferred ? ", inferred" : ""})`).join("; ")}`)
+      : null,
+    h("h3", {}, "Context at a call"),
+    h("div.toolbar", {}, "Call ", callInput, h("button", { onclick: showContext, testid: "show-context" }, "Show context"), h("span.muted.small", {}, "Click a point on the chart to pick its call. New messages since the agent's previous call are marked.")),
+    contextError ? errorBox(contextError) : null,
+    context ? contextList(context, "session-context") : contextCall !== null ? h("div.muted", {}, "Reading the context…") : null,
+  );
+  if (s.calls > 0) {
+    const names = d.agents.map((a) => a.name);
+    chart = new Chart(chartHost, {
+      title: "Calls: recorded context vs estimate (tokens per call)",
+      yLabel: "tokens",
+      x: d.calls.agent.map((_, i) => i),
+      lines: [
+        { label: "recorded context", values: d.calls.recorded_context },
+        { label: "estimate", values: d.calls.estimate, dash: [4, 3] },
+      ],
+      markers: d.compactions.filter((c) => c.call !== null).map((c) => ({ call: c.call as number, label: `recorded ${c.trigger}` })),
+      thresholds: [],
+      hover: (i) =>
+        `<div><b>call ${fmtInt(i)}</b> · ${esc(names[d.calls.agent[i]] ?? "")}</div>` +
+        `<div>recorded ${fmtInt(d.calls.recorded_context[i])} in / ${fmtInt(d.calls.recorded_output[i])} out</div>` +
+        `<div>estimate ${fmtInt(d.calls.estimate[i])}</div>`,
+      onPick: (i) => void loadContext(d, i, rerender),
+    });
+  }
+}
