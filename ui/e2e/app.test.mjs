@@ -44,20 +44,22 @@ async function setInput(testid, value) {
 }
 
 async function tab(name) {
-  await wd.click(await wd.find(`[data-testid="tab-${name}"]`));
+  await wd.press(`[data-testid="tab-${name}"]`);
 }
 
 async function openPath(path) {
   await tab("library");
-  const input = await wd.waitFor('[data-testid="open-path-input"]');
-  await wd.type(input, path);
-  await wd.click(await wd.find('[data-testid="open-path-button"]'));
+  await wd.waitFor('[data-testid="open-path-input"]');
+  await setInput("open-path-input", path);
+  await wd.press('[data-testid="open-path-button"]');
 }
 
 describe("ctxlab app", () => {
   before(async () => {
     await wd.start({ "tauri:options": { application: APP }, "wdio:enforceWebDriverClassic": true });
-    await wd.waitFor('[data-testid="tab-library"]');
+    // Started once the strategies are listed (the first render replaces the whole page).
+    await wd.until("the app to start", async () => (await wd.exec("return document.querySelectorAll('[data-testid=tab-library]').length")) === 1 && (await wd.exec("return !!window.__TAURI_INTERNALS__")));
+    await new Promise((r) => setTimeout(r, 500));
   });
   after(async () => {
     await wd.quit();
@@ -77,11 +79,11 @@ describe("ctxlab app", () => {
 
   it("replays two strategies and shows charts with markers, thresholds and the metrics table", async () => {
     await tab("compare");
-    await wd.click(await wd.waitFor('[data-testid="pick-none"]'));
-    await wd.click(await wd.find('[data-testid="pick-fuseraft.compaction"]'));
+    await wd.press('[data-testid="pick-none"]');
+    await wd.press('[data-testid="pick-fuseraft.compaction"]');
     await setInput("param-fuseraft.compaction-WarnAt", "400000");
     await setInput("param-fuseraft.compaction-CutoverAt", "600000");
-    await wd.click(await wd.find('[data-testid="run-compare"]'));
+    await wd.press('[data-testid="run-compare"]');
     const table = await wd.waitFor('[data-testid="metrics-table"]', 180_000);
     const rows = await wd.findAll('[data-testid="metrics-table"] tbody tr');
     assert.equal(rows.length, 2);
@@ -104,7 +106,7 @@ describe("ctxlab app", () => {
   it("shows what each strategy kept at a call, side by side", async () => {
     await setInput("kept-call", "120");
     await wd.exec(`document.querySelector('[data-testid="show-kept"]').scrollIntoView()`);
-    await wd.click(await wd.find('[data-testid="show-kept"]'));
+    await wd.press('[data-testid="show-kept"]');
     await wd.waitFor('[data-testid="kept-1"]', 60_000);
     const none = await wd.text(await wd.find('[data-testid="kept-0"] .context-head'));
     const fr = await wd.text(await wd.find('[data-testid="kept-1"] .context-head'));
@@ -124,7 +126,7 @@ describe("ctxlab app", () => {
     );
     const out = join(work, "fuseraft.yaml");
     await setInput("export-path", out);
-    await wd.click(await wd.find('[data-testid="export-write"]'));
+    await wd.press('[data-testid="export-write"]');
     await wd.waitFor('[data-testid="export-written"]', 30_000);
     const text = readFileSync(out, "utf8");
     assert.match(text, /CutoverAt: 600000/);

@@ -93,6 +93,14 @@ export class WebDriver {
     throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
   }
 
+  /** Clicks `css`, finding it again when a re-render replaced it between find and click. */
+  press(css, timeoutMs = 30_000) {
+    return this.until(`a click on ${css}`, async () => {
+      await this.click(await this.find(css));
+      return true;
+    }, timeoutMs);
+  }
+
   /** The element for `css` once it exists. */
   waitFor(css, timeoutMs) {
     return this.until(css, () => this.find(css), timeoutMs);

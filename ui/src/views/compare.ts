@@ -198,6 +198,9 @@ function metricsTable(runs: RunView[]): HTMLElement {
     ["Fidelity", (r) => [r.metrics.fidelity_mean_ape === null ? "—" : `±${fmtPct(r.metrics.fidelity_mean_ape)} / ±${fmtPct(r.metrics.fidelity_p95_ape)}`], "Replayed vs recorded input: mean / p95 absolute error"],
   ];
   return h(
+    "div.table-wrap",
+    {},
+    h(
     "table.grid.metrics",
     { testid: "metrics-table" },
     h("thead", {}, h("tr", {}, h("th", {}, "Strategy"), cols.map(([t, , tip]) => h("th", { title: tip }, t)))),
@@ -208,10 +211,11 @@ function metricsTable(runs: RunView[]): HTMLElement {
         h(
           "tr",
           { "data-strategy": r.strategy },
-          h("td", {}, h("span.swatch", { style: `background:${PALETTE[i % PALETTE.length]}` }), r.strategy, r.plugin ? h("div.muted.small", {}, r.plugin) : null),
+          h("td", {}, h("span.swatch", { style: `background:${PALETTE[(i * 3) % PALETTE.length]}` }), r.strategy, r.plugin ? h("div.muted.small", {}, r.plugin) : null),
           cols.map(([, f]) => h("td.num", {}, ...f(r))),
         ),
       ),
+    ),
     ),
   );
 }
