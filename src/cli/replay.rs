@@ -1,11 +1,11 @@
 //! `ctxlab replay`: replay each session of a log through one strategy and print its metrics.
 
+use ctxlab::compare;
 use ctxlab::plugin_host::Registry;
-use ctxlab::replay::{self, Budget, CacheTtl, ModelTable, ReplayOptions, Run, StrategySpec};
-use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::replay::{self, Run};
 use ctxlab::{Error, Result};
 use ctxlab_plugin_api::fmt_tokens;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -21,30 +21,11 @@ pub struct Args {
     /// Parameters from a TOML file of `name = value` lines.
     #[arg(long = "params", value_name = "FILE")]
     params_file: Option<PathBuf>,
-    /// Context window in tokens (default: the log model's, from the model table).
-    #[arg(long)]
-    window: Option<u64>,
-    /// Maximum output tokens (default: the model's; 0 with --window alone).
-    #[arg(long)]
-    max_output: Option<u64>,
-    /// Tokens the strategy keeps free besides the output.
-    #[arg(long, default_value_t = 0)]
-    reserve: u64,
-    /// Token counter: heuristic, chars4, o200k, cl100k.
-    #[arg(long, default_value = DEFAULT_COUNTER)]
-    counter: String,
+    #[command(flatten)]
+    replay: super::compare::ReplayFlags,
     /// Show only this agent (id) in the table and the series.
     #[arg(long)]
     agent: Option<String>,
-    /// Model table (windows and prices) instead of the user's or the built-in one.
-    #[arg(long, value_name = "FILE")]
-    pricing: Option<PathBuf>,
-    /// Prompt-cache lifetime: 5m or 1h.
-    #[arg(long, default_value = "5m")]
-    cache_ttl: String,
-    /// Take counts as they are instead of calibrating them on the log's recorded usage.
-    #[arg(long)]
-    no_calibration: bool,
     /// Print the run as JSON (metrics, events, compactions; the series with --series).
     #[arg(long)]
     json: bool,
@@ -59,84 +40,13 @@ pub struct Args {
     svg: Option<PathBuf>,
 }
 
-fn parse_params(args: &Args) -> Result<Value> {
-    let mut map = Map::new();
-    if let Some(f) = &args.params_file {
-        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
-        let v: Value = toml::from_str(&text).map_err(|e| Error::Parse {
-            path: f.clone(),
-            line: e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1) as u32)
-                .unwrap_or(0),
-            message: format!("parameters: {}", e.message()),
-        })?;
-        match v {
-            Value::Object(o) => map.extend(o),
-            _ => unreachable!("a TOML document is a table"),
-        }
-    }
-    for p in &args.params {
-        let (k, v) = p
-            .split_once('=')
-            .ok_or_else(|| Error::Invalid(format!("--param {p}: expected NAME=VALUE")))?;
-        let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
-        map.insert(k.trim().to_string(), v);
-    }
-    Ok(Value::Object(map))
-}
-
-fn strategy(id: &str, params: Value) -> Result<StrategySpec> {
-    match id {
-        "none" | "recorded" if params.as_object().is_some_and(|m| !m.is_empty()) => Err(
-            Error::Invalid(format!("the {id} baseline takes no parameters")),
-        ),
-        "none" => Ok(StrategySpec::None),
-        "recorded" => Ok(StrategySpec::Recorded),
-        _ => {
-            let reg = Registry::discover();
-            let entry = reg.require(id)?.clone();
-            Ok(StrategySpec::Plugin { entry, params })
-        }
-    }
-}
-
 pub fn run(args: Args) -> Result<()> {
-    let counter = tokens::counter(&args.counter)?;
-    let params = parse_params(&args)?;
-    let spec = strategy(&args.strategy, params)?;
-    let models = ModelTable::load(args.pricing.as_deref())?;
-    let cache_ttl = match args.cache_ttl.as_str() {
-        "5m" => CacheTtl::FiveMinutes,
-        "1h" => CacheTtl::OneHour,
-        other => {
-            return Err(Error::Invalid(format!(
-                "--cache-ttl {other}: expected 5m or 1h"
-            )))
-        }
-    };
+    let params = compare::parse_params(&args.params, args.params_file.as_deref())?;
+    let spec = compare::strategy(&Registry::discover(), &args.strategy, params)?;
+    let settings = args.replay.settings()?;
     let mut runs = Vec::new();
     for session in ctxlab::formats::load(&args.log)? {
-        let mut opts = ReplayOptions::new(counter.clone());
-        opts.models = models.clone();
-        opts.cache_ttl = cache_ttl;
-        opts.budget = match (args.window, args.max_output) {
-            (Some(w), m) => Some(Budget {
-                context_window: w,
-                max_output: m.unwrap_or(0),
-                reserve: args.reserve,
-            }),
-            (None, m) => replay::resolve_budget(&session, None, &models)
-                .ok()
-                .map(|b| Budget {
-                    max_output: m.unwrap_or(b.max_output),
-                    reserve: args.reserve,
-                    ..b
-                }),
-        };
-        if !args.no_calibration {
-            opts.calibration = tokens::calibrate_session(&session, counter.as_ref());
-        }
+        let opts = settings.options(&session)?;
         let agent =
             match &args.agent {
                 Some(id) => Some(session.agents.iter().position(|a| &a.id == id).ok_or_else(
