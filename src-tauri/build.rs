@@ -9,6 +9,8 @@ const COMMANDS: &[&str] = &[
     "list_strategies",
     "discover_logs",
     "library",
+    "stored_sessions",
+    "open_stored",
     "open_path",
     "close_session",
     "session_detail",

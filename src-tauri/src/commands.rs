@@ -59,6 +59,31 @@ pub fn library(state: State<'_, AppState>) -> OpenResult {
     state.library()
 }
 
+/// The sessions of the library, with what moved or changed since they were imported.
+#[tauri::command]
+pub async fn stored_sessions<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+) -> AppResult<Vec<StoredSession>> {
+    blocking(move || {
+        use tauri::Manager;
+        app.state::<AppState>().stored()
+    })
+    .await
+}
+
+/// Opens a session of the library from its log (checked to be the one imported).
+#[tauri::command]
+pub async fn open_stored<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    id: i64,
+) -> AppResult<SessionSummary> {
+    blocking(move || {
+        use tauri::Manager;
+        app.state::<AppState>().open_stored(id)
+    })
+    .await
+}
+
 #[tauri::command]
 pub async fn open_path<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
@@ -79,12 +104,14 @@ pub fn close_session(state: State<'_, AppState>, key: u32) -> bool {
 #[tauri::command]
 pub async fn session_detail(state: State<'_, AppState>, key: u32) -> AppResult<SessionDetail> {
     let (session, report) = state.get(key)?;
+    let stored = state.stored_id(key);
     blocking(move || {
         let counter = tokens::counter(&report.counter)?;
         let raw = replay::recorded_raw_tokens(&session, counter.as_ref());
         let cal = tokens::calibrate(&tokens::calibrate::samples(&session, &raw));
         Ok(SessionDetail::of(
             key,
+            stored,
             &session,
             &report,
             &raw,
@@ -229,16 +256,15 @@ pub async fn context_at(
     .await
 }
 
-/// The strategy's parameters in its system's own config format; written to `path` when given,
-/// after the text was read back by the plugin's importer.
+/// The strategy's parameters in its system's own config format; written to `path` when given.
+/// `ctxlab::export::config` has read the text back to the same parameters first.
 #[tauri::command]
 pub fn export_config(
     state: State<'_, AppState>,
     request: ExportRequest,
 ) -> AppResult<ExportResult> {
     let entry = state.registry.require(&request.strategy)?;
-    let text = entry.create(&request.params)?.export(&request.format)?;
-    entry.import(&request.format, &text)?;
+    let text = ctxlab::export::config(entry, &request.params, Some(&request.format))?;
     let written = match request.path {
         Some(p) => {
             std::fs::write(&p, &text).map_err(|e| Error::io(&p, e))?;

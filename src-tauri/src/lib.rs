@@ -21,6 +21,8 @@ pub fn setup<R: tauri::Runtime>(base: tauri::Builder<R>, state: AppState) -> tau
             commands::list_strategies,
             commands::discover_logs,
             commands::library,
+            commands::stored_sessions,
+            commands::open_stored,
             commands::open_path,
             commands::close_session,
             commands::session_detail,
@@ -31,10 +33,11 @@ pub fn setup<R: tauri::Runtime>(base: tauri::Builder<R>, state: AppState) -> tau
         ])
 }
 
-/// Starts the app. Logs named on the command line (files or folders) are open when the window
-/// appears: `make app` passes the samples so a first run has something to show.
+/// Starts the app over the library file (`$CTXLAB_DB`, else the user's data folder). Logs named
+/// on the command line (files or folders) are open when the window appears and recorded in the
+/// library: `make app` passes the samples, so even a first run (an empty library) has them ready.
 pub fn run() {
-    let state = AppState::new(ctxlab::plugin_host::Registry::discover());
+    let state = AppState::new(ctxlab::plugin_host::Registry::discover(), None);
     for arg in std::env::args_os().skip(1) {
         state.open_or_note(&PathBuf::from(arg));
     }

@@ -1,14 +1,13 @@
-//! What the app holds while it runs: the plugin registry (discovered once at start), the sessions
-//! the user opened, and the cancel flags of running jobs.
-//!
-//! Sessions live in memory for now: the SQLite library (`ctxlab::store`, issue 9) is not in the
-//! library yet; when it lands, `open` records each session there and `library` lists it from there.
+//! What the app holds while it runs: the plugin registry (discovered once at start), the SQLite
+//! library (`ctxlab::store`: every session opened is recorded there, so the Library lists it on the
+//! next start), the sessions open now, and the cancel flags of running jobs.
 
 use crate::error::{AppError, AppResult};
-use crate::view::{OpenResult, SessionSummary};
+use crate::view::{OpenResult, SessionSummary, StoredSession};
 use ctxlab::inspect::{summarize, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
+use ctxlab::store::Library;
 use ctxlab::tokens::{self, DEFAULT_COUNTER};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -18,10 +17,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct OpenSession {
     pub session: Arc<Session>,
     pub report: Arc<SessionReport>,
+    /// Its row in the library, when recording it there worked.
+    pub stored: Option<i64>,
 }
 
 pub struct AppState {
     pub registry: Registry,
+    /// `None` when the library file could not be opened (the reason is in `failed`): the app
+    /// still opens logs, it only forgets them on exit.
+    library: Option<Mutex<Library>>,
     sessions: Mutex<BTreeMap<u32, OpenSession>>,
     /// Files that failed to load, newest last, so the Library can say why.
     failed: Mutex<Vec<AppError>>,
@@ -36,11 +40,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl AppState {
-    pub fn new(registry: Registry) -> AppState {
+    /// The app's state over the library at `db` (`None`: `$CTXLAB_DB`, else the user's data
+    /// folder). A library that cannot be opened is reported in the Library view, not fatal.
+    pub fn new(registry: Registry, db: Option<&Path>) -> AppState {
+        let (library, failed) = match Library::open_default(db) {
+            Ok(l) => (Some(Mutex::new(l)), Vec::new()),
+            Err(e) => (None, vec![AppError::from(e)]),
+        };
         AppState {
             registry,
+            library,
             sessions: Mutex::new(BTreeMap::new()),
-            failed: Mutex::new(Vec::new()),
+            failed: Mutex::new(failed),
             next_key: AtomicU32::new(1),
             jobs: Mutex::new(HashMap::new()),
         }
@@ -51,21 +62,89 @@ impl AppState {
         let loaded = ctxlab::formats::load_all(path)?;
         let counter = tokens::counter(DEFAULT_COUNTER)?;
         let mut sessions = Vec::new();
+        let mut failed: Vec<AppError> = loaded.failed.into_iter().map(AppError::from).collect();
         for s in loaded.sessions {
-            let report = summarize(&s, counter.as_ref());
-            let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-            sessions.push(SessionSummary::of(key, &s, &report));
-            lock(&self.sessions).insert(
-                key,
-                OpenSession {
-                    session: Arc::new(s),
-                    report: Arc::new(report),
-                },
-            );
+            let stored = match self.record(&s) {
+                Ok(id) => id,
+                Err(e) => {
+                    failed.push(e);
+                    None
+                }
+            };
+            sessions.push(self.keep(s, stored, counter.as_ref()));
         }
-        let failed: Vec<AppError> = loaded.failed.into_iter().map(AppError::from).collect();
         lock(&self.failed).extend(failed.iter().cloned());
         Ok(OpenResult { sessions, failed })
+    }
+
+    /// Records `s` in the library (refreshing its row when the log changed since).
+    fn record(&self, s: &Session) -> AppResult<Option<i64>> {
+        let Some(lib) = &self.library else {
+            return Ok(None);
+        };
+        Ok(Some(lock(lib).import(s)?.0))
+    }
+
+    /// Keeps `s` open; a session of the library already open is replaced, not listed twice.
+    fn keep(
+        &self,
+        s: Session,
+        stored: Option<i64>,
+        counter: &dyn tokens::TokenCounter,
+    ) -> SessionSummary {
+        let report = summarize(&s, counter);
+        let mut open = lock(&self.sessions);
+        let key = stored
+            .and_then(|id| {
+                open.iter()
+                    .find(|(_, o)| o.stored == Some(id))
+                    .map(|(k, _)| *k)
+            })
+            .unwrap_or_else(|| self.next_key.fetch_add(1, Ordering::Relaxed));
+        let summary = SessionSummary::of(key, stored, &s, &report);
+        open.insert(
+            key,
+            OpenSession {
+                session: Arc::new(s),
+                report: Arc::new(report),
+                stored,
+            },
+        );
+        summary
+    }
+
+    /// Every session of the library, most recently imported first, with whether its log is still
+    /// where it was and unchanged, and its key when it is open. Hashes the logs: call off the UI
+    /// thread.
+    pub fn stored(&self) -> AppResult<Vec<StoredSession>> {
+        let Some(lib) = &self.library else {
+            return Ok(Vec::new());
+        };
+        let lib = lock(lib);
+        let open: HashMap<i64, u32> = lock(&self.sessions)
+            .iter()
+            .filter_map(|(k, o)| o.stored.map(|id| (id, *k)))
+            .collect();
+        lib.sessions()?
+            .into_iter()
+            .map(|r| {
+                let status = lib.check_source(r.id)?;
+                Ok(StoredSession::of(&r, &status, open.get(&r.id).copied()))
+            })
+            .collect()
+    }
+
+    /// Opens a session of the library from its log, after checking the log is the one imported
+    /// (a moved or changed log is refused with what to do).
+    pub fn open_stored(&self, id: i64) -> AppResult<SessionSummary> {
+        let lib = self.library.as_ref().ok_or_else(|| AppError {
+            code: "library".into(),
+            message: "the library could not be opened when the app started (see Could not load)"
+                .into(),
+        })?;
+        let session = lock(lib).load_session(id)?;
+        let counter = tokens::counter(DEFAULT_COUNTER)?;
+        Ok(self.keep(session, Some(id), counter.as_ref()))
     }
 
     /// Opens `path` and keeps the error for the Library when it fails as a whole.
@@ -79,7 +158,7 @@ impl AppState {
         OpenResult {
             sessions: lock(&self.sessions)
                 .iter()
-                .map(|(k, o)| SessionSummary::of(*k, &o.session, &o.report))
+                .map(|(k, o)| SessionSummary::of(*k, o.stored, &o.session, &o.report))
                 .collect(),
             failed: lock(&self.failed).clone(),
         }
@@ -94,6 +173,11 @@ impl AppState {
             .get(&key)
             .map(|o| (o.session.clone(), o.report.clone()))
             .ok_or_else(|| AppError::no_session(key))
+    }
+
+    /// The library row of open session `key`.
+    pub fn stored_id(&self, key: u32) -> Option<i64> {
+        lock(&self.sessions).get(&key).and_then(|o| o.stored)
     }
 
     /// Registers a job and returns its cancel flag.

@@ -9,6 +9,7 @@ use ctxlab::inspect::SessionReport;
 use ctxlab::model::{Part, Session};
 use ctxlab::plugin_host::{Refusal, StrategyEntry};
 use ctxlab::replay::{KeptMessage, KeptState, Run};
+use ctxlab::store::{SessionRecord, SourceStatus};
 use ctxlab::tokens::Calibration;
 use ctxlab_plugin_api::sdk::ParamSpec;
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,8 @@ pub struct WarningView {
 pub struct SessionSummary {
     /// The app's handle for the session while it is open.
     pub key: u32,
+    /// Its row in the library (`None` when the library could not be opened).
+    pub stored: Option<i64>,
     pub id: String,
     pub title: Option<String>,
     pub format: String,
@@ -98,6 +101,33 @@ pub struct SessionSummary {
     pub usage_only: bool,
     pub warning_count: usize,
     pub warnings: Vec<WarningView>,
+}
+
+/// A session of the library (opened before, maybe in an earlier run of the app).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct StoredSession {
+    pub id: i64,
+    pub session_key: String,
+    pub title: Option<String>,
+    pub format: String,
+    /// The main log file.
+    pub path: String,
+    pub bytes: u64,
+    pub agents: u64,
+    pub calls: u64,
+    pub compactions: u64,
+    pub model: Option<String>,
+    pub usage_only: bool,
+    /// Milliseconds since the Unix epoch.
+    pub imported_at: i64,
+    /// Replay runs stored for it.
+    pub runs: u64,
+    /// `unchanged`, `missing` (moved or deleted) or `changed` (since it was imported).
+    pub status: String,
+    /// What is wrong with the log, in words, when it is not `unchanged`.
+    pub problem: Option<String>,
+    /// Its key when it is open now.
+    pub open: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, TS)]
@@ -431,10 +461,52 @@ impl From<&FoundLog> for LogFile {
     }
 }
 
+impl StoredSession {
+    pub fn of(r: &SessionRecord, status: &SourceStatus, open: Option<u32>) -> StoredSession {
+        let (status, problem) = match status {
+            SourceStatus::Unchanged => ("unchanged", None),
+            SourceStatus::Missing { file } => (
+                "missing",
+                Some(format!(
+                    "{} is no longer there (moved or deleted)",
+                    file.display()
+                )),
+            ),
+            SourceStatus::Changed { .. } => (
+                "changed",
+                Some("the log changed since it was imported; open it again to refresh".into()),
+            ),
+        };
+        StoredSession {
+            id: r.id,
+            session_key: r.session_key.clone(),
+            title: r.title.clone(),
+            format: r.format.clone(),
+            path: r
+                .files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default(),
+            bytes: r.bytes,
+            agents: r.stats.agents,
+            calls: r.stats.calls,
+            compactions: r.stats.recorded_compactions,
+            model: r.stats.model.clone(),
+            usage_only: r.stats.usage_only,
+            imported_at: r.imported_at,
+            runs: r.runs,
+            status: status.into(),
+            problem,
+            open,
+        }
+    }
+}
+
 impl SessionSummary {
-    pub fn of(key: u32, s: &Session, r: &SessionReport) -> SessionSummary {
+    pub fn of(key: u32, stored: Option<i64>, s: &Session, r: &SessionReport) -> SessionSummary {
         SessionSummary {
             key,
+            stored,
             id: s.id.clone(),
             title: s.title.clone(),
             format: s.source.format.clone(),
@@ -465,6 +537,7 @@ impl SessionSummary {
 impl SessionDetail {
     pub fn of(
         key: u32,
+        stored: Option<i64>,
         s: &Session,
         r: &SessionReport,
         raw: &[Option<u64>],
@@ -526,7 +599,7 @@ impl SessionDetail {
             ratio: c.session.ratio,
         });
         SessionDetail {
-            summary: SessionSummary::of(key, s, r),
+            summary: SessionSummary::of(key, stored, s, r),
             agents,
             calls,
             compactions,

@@ -43,6 +43,7 @@ fn committed_bindings_match_the_rust_types() {
     export::<Strategies>(&cfg);
     export::<LogFile>(&cfg);
     export::<OpenResult>(&cfg);
+    export::<StoredSession>(&cfg);
     export::<SessionDetail>(&cfg);
     export::<ContextView>(&cfg);
     export::<ReplayRequest>(&cfg);

@@ -43,10 +43,20 @@ fn registry() -> Registry {
 struct App {
     _app: tauri::App<MockRuntime>,
     window: WebviewWindow<MockRuntime>,
+    _db: Option<tempfile::TempDir>,
 }
 
+/// The app over a library of its own in a temporary folder.
 fn app() -> App {
-    let app = ctxlab_app::setup(mock_builder(), AppState::new(registry()))
+    let db = tempfile::tempdir().expect("temp dir");
+    let mut a = app_on(Some(&db.path().join("library.sqlite")));
+    a._db = Some(db);
+    a
+}
+
+/// The app over the library at `db` (`None`: `$CTXLAB_DB`, as the real app does).
+fn app_on(db: Option<&std::path::Path>) -> App {
+    let app = ctxlab_app::setup(mock_builder(), AppState::new(registry(), db))
         .build(tauri::generate_context!())
         .expect("build the app on the mock runtime");
     // The config's window, as the capabilities name it.
@@ -56,7 +66,11 @@ fn app() -> App {
             .build()
             .expect("main window"),
     };
-    App { _app: app, window }
+    App {
+        _app: app,
+        window,
+        _db: None,
+    }
 }
 
 impl App {
@@ -289,6 +303,22 @@ fn exports_a_config_that_reads_back_and_writes_it() {
         )
         .expect_err("TriggerTurnCount below its minimum");
     assert_eq!(e["code"], "plugin");
+
+    let e = a
+        .invoke(
+            "export_config",
+            json!({ "request": { "strategy": "fuseraft.compaction",
+                                 "params": {}, "format": "no-such-format", "path": null } }),
+        )
+        .expect_err("a format the plugin does not export");
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("its formats: fuseraft"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -299,4 +329,96 @@ fn discover_logs_is_granted_and_lists_files() {
         assert!(l["path"].as_str().unwrap().ends_with(".jsonl"), "{l}");
         assert!(l["bytes"].is_u64());
     }
+}
+
+/// The library outlives the app: a session opened once is listed by the next start (from the
+/// SQLite file `CTXLAB_DB` names), re-opened from there, and a log that moved or changed is
+/// flagged and refused with what to do.
+#[test]
+fn the_library_remembers_sessions_and_what_moved_or_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    // The only test that reads CTXLAB_DB; the others name their library.
+    std::env::set_var("CTXLAB_DB", dir.path().join("lib.sqlite"));
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let kept = logs.join("kept.jsonl");
+    let moved = logs.join("moved.jsonl");
+    let changed = logs.join("changed.jsonl");
+    for f in [&kept, &moved, &changed] {
+        std::fs::copy(real_log(FOREST), f).unwrap();
+    }
+    {
+        let a = app_on(None);
+        assert_eq!(a.ok("stored_sessions", json!({})), json!([]), "a first run");
+        let r = a.ok("open_path", json!({ "path": logs.display().to_string() }));
+        assert_eq!(r["sessions"].as_array().unwrap().len(), 3);
+        assert!(r["sessions"][0]["stored"].is_i64());
+        // Opening again does not list a session twice.
+        a.ok("open_path", json!({ "path": kept.display().to_string() }));
+        assert_eq!(
+            a.ok("library", json!({}))["sessions"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+    assert!(
+        dir.path().join("lib.sqlite").is_file(),
+        "CTXLAB_DB names the library"
+    );
+    std::fs::rename(&moved, logs.join("elsewhere.txt")).unwrap();
+    let mut text = std::fs::read_to_string(&changed).unwrap();
+    text.push_str(&text.lines().next().unwrap().to_string());
+    text.push('\n');
+    std::fs::write(&changed, text).unwrap();
+
+    let a = app_on(None);
+    assert_eq!(
+        a.ok("library", json!({}))["sessions"],
+        json!([]),
+        "nothing open at start"
+    );
+    let stored = a.ok("stored_sessions", json!({}));
+    let stored = stored.as_array().unwrap();
+    assert_eq!(stored.len(), 3);
+    let by_path = |f: &std::path::Path| {
+        stored
+            .iter()
+            .find(|s| s["path"] == f.display().to_string())
+            .unwrap_or_else(|| panic!("{} not in the library: {stored:?}", f.display()))
+    };
+    let (k, m, c) = (by_path(&kept), by_path(&moved), by_path(&changed));
+    assert_eq!(k["status"], "unchanged");
+    assert_eq!(m["status"], "missing");
+    assert!(
+        m["problem"].as_str().unwrap().contains("moved or deleted"),
+        "{m}"
+    );
+    assert_eq!(c["status"], "changed");
+    assert!(k["calls"].as_u64().unwrap() > 100);
+    assert_eq!(k["open"], Value::Null);
+
+    let s = a.ok("open_stored", json!({ "id": k["id"] }));
+    assert_eq!(s["stored"], k["id"]);
+    let d = a.ok("session_detail", json!({ "key": s["key"] }));
+    assert_eq!(d["summary"]["calls"], k["calls"]);
+    let again = a.ok("stored_sessions", json!({}));
+    assert!(again
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["id"] == k["id"] && x["open"] == s["key"]));
+
+    let e = a
+        .invoke("open_stored", json!({ "id": m["id"] }))
+        .expect_err("its log is gone");
+    assert!(
+        e["message"].as_str().unwrap().contains("no longer there"),
+        "{e}"
+    );
+    let e = a
+        .invoke("open_stored", json!({ "id": c["id"] }))
+        .expect_err("its log changed");
+    assert!(e["message"].as_str().unwrap().contains("changed"), "{e}");
 }

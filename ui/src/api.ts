@@ -13,7 +13,9 @@ import type { Progress } from "./bindings/Progress";
 import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { RunView } from "./bindings/RunView";
 import type { SessionDetail } from "./bindings/SessionDetail";
+import type { SessionSummary } from "./bindings/SessionSummary";
 import type { Strategies } from "./bindings/Strategies";
+import type { StoredSession } from "./bindings/StoredSession";
 import type { StrategyRequest } from "./bindings/StrategyRequest";
 
 /** A command's error: always `{code, message}`. */
@@ -34,6 +36,8 @@ export const api = {
   listStrategies: () => call<Strategies>("list_strategies"),
   discoverLogs: () => call<LogFile[]>("discover_logs"),
   library: () => call<OpenResult>("library"),
+  storedSessions: () => call<StoredSession[]>("stored_sessions"),
+  openStored: (id: number) => call<SessionSummary>("open_stored", { id }),
   openPath: (path: string) => call<OpenResult>("open_path", { path }),
   closeSession: (key: number) => call<boolean>("close_session", { key }),
   sessionDetail: (key: number) => call<SessionDetail>("session_detail", { key }),

@@ -9,7 +9,7 @@ import { clear, h } from "./dom";
 import { changed, onChange, store, type View } from "./store";
 import { cancelRun, renderCompare, runComparison } from "./views/compare";
 import { renderExport } from "./views/export";
-import { openFileDialog, openPaths, renderLibrary, selectSession, setNavigator } from "./views/library";
+import { openFileDialog, openPaths, refreshStored, renderLibrary, selectSession, setNavigator } from "./views/library";
 import { renderSession } from "./views/session";
 
 const TABS: [View, string, string][] = [
@@ -133,6 +133,7 @@ async function start() {
   try {
     store.strategies = await api.listStrategies();
     store.library = await api.library();
+    await refreshStored();
     if (store.library.sessions.length > 0 && store.current === null) await selectSession(store.library.sessions[0].key);
   } catch (e) {
     store.status = `Could not start: ${(e as { message: string }).message}`;

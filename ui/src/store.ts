@@ -5,6 +5,7 @@ import type { OpenResult } from "./bindings/OpenResult";
 import type { RunView } from "./bindings/RunView";
 import type { SessionDetail } from "./bindings/SessionDetail";
 import type { Strategies } from "./bindings/Strategies";
+import type { StoredSession } from "./bindings/StoredSession";
 
 export type View = "library" | "session" | "compare" | "export";
 
@@ -18,6 +19,8 @@ export const store = {
   view: "library" as View,
   strategies: null as Strategies | null,
   library: { sessions: [], failed: [] } as OpenResult,
+  /** The sessions of the SQLite library (opened before, maybe in an earlier run). */
+  stored: [] as StoredSession[],
   /** Errors of the last open attempts, newest first. */
   openErrors: [] as AppError[],
   current: null as number | null,

@@ -8,7 +8,11 @@ export type SessionSummary = {
 /**
  * The app's handle for the session while it is open.
  */
-key: number, id: string, title: string | null, format: string, path: string, bytes: number, agents: number, calls: number, messages: number, compactions: number, 
+key: number, 
+/**
+ * Its row in the library (`None` when the library could not be opened).
+ */
+stored: number | null, id: string, title: string | null, format: string, path: string, bytes: number, agents: number, calls: number, messages: number, compactions: number, 
 /**
  * Recorded context tokens summed over calls.
  */

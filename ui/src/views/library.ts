@@ -1,9 +1,12 @@
-// Library: the sessions open now, opening more (dialog, drop, a typed path), the logs agent
-// tools left on this machine, and what failed to load and why.
+// Library: the sessions open now, the sessions opened before (the SQLite library, with what moved
+// or changed), opening more (dialog, drop, a typed path), the logs agent tools left on this
+// machine, and what failed to load and why.
 
 import { open } from "@tauri-apps/plugin-dialog";
 import { api } from "../api";
 import type { LogFile } from "../bindings/LogFile";
+import type { StoredSession } from "../bindings/StoredSession";
+import { storedNote } from "../stored";
 import { clear, empty, errorBox, h } from "../dom";
 import { fmtBytes, fmtDate, fmtInt } from "../format";
 import { changed, store } from "../store";
@@ -18,6 +21,7 @@ export async function openPaths(paths: string[]) {
     try {
       const r = await api.openPath(path);
       store.library = await api.library();
+      await refreshStored();
       store.openErrors = [...r.failed, ...store.openErrors];
       if (r.sessions.length > 0) {
         await selectSession(r.sessions[0].key);
@@ -29,6 +33,34 @@ export async function openPaths(paths: string[]) {
     }
     changed();
   }
+}
+
+/** Re-reads the SQLite library's list (it hashes the logs, so only after something changed). */
+export async function refreshStored() {
+  try {
+    store.stored = await api.storedSessions();
+  } catch (e) {
+    store.openErrors = [e as { code: string; message: string }, ...store.openErrors];
+  }
+  changed();
+}
+
+async function openStored(s: StoredSession) {
+  if (s.status === "changed") return openPaths([s.path]);
+  store.status = `Opening ${s.path}…`;
+  changed();
+  try {
+    const opened = await api.openStored(s.id);
+    store.library = await api.library();
+    await refreshStored();
+    await selectSession(opened.key);
+    store.status = `Opened ${s.title ?? s.session_key} from the library`;
+    go("session");
+  } catch (e) {
+    store.openErrors = [e as { code: string; message: string }, ...store.openErrors];
+    store.status = `Could not open ${s.path}`;
+  }
+  changed();
 }
 
 export async function selectSession(key: number) {
@@ -103,6 +135,7 @@ export function renderLibrary(root: HTMLElement) {
                       e.stopPropagation();
                       await api.closeSession(s.key);
                       store.library = await api.library();
+                      await refreshStored();
                       if (store.current === s.key) {
                         store.current = null;
                         store.detail = null;
@@ -119,6 +152,35 @@ export function renderLibrary(root: HTMLElement) {
         ),
       )
     : empty("No session open yet", "Open a log with the buttons above (Ctrl+O), drop files or folders on the window, or pick one of the logs found on this machine below.");
+
+  const stored = store.stored.length
+    ? h(
+        "table.grid",
+        { testid: "stored" },
+        h("thead", {}, h("tr", {}, ...["Session", "Format", "Agents", "Calls", "Compactions", "Model", "Size", "Imported", "Runs", "Log"].map((t) => h("th", {}, t)))),
+        h(
+          "tbody",
+          {},
+          store.stored.map((s) => {
+            const note = storedNote(s);
+            return h(
+              "tr",
+              { class: note.openable ? "clickable" : "unavailable", title: note.hint, onclick: note.openable ? () => void openStored(s) : undefined },
+              h("td", { title: s.path }, h("div", {}, s.title ?? s.session_key), h("div.muted.small", {}, s.path)),
+              h("td", {}, s.format, s.usage_only ? h("span.badge", {}, "usage only") : null),
+              h("td.num", {}, fmtInt(s.agents)),
+              h("td.num", {}, fmtInt(s.calls)),
+              h("td.num", {}, fmtInt(s.compactions)),
+              h("td", {}, s.model ?? "—"),
+              h("td.num", {}, fmtBytes(s.bytes)),
+              h("td", {}, fmtDate(s.imported_at)),
+              h("td.num", {}, fmtInt(s.runs)),
+              h("td", {}, h(`span.badge.${note.tone}`, { testid: `stored-status-${s.status}` }, note.label)),
+            );
+          }),
+        ),
+      )
+    : empty("The library is empty", "Every log you open is recorded here, so it is one click away next time.");
 
   const failures = [...store.openErrors, ...store.library.failed.filter((f) => !store.openErrors.some((o) => o.message === f.message))];
   const failed = failures.length
@@ -163,6 +225,8 @@ export function renderLibrary(root: HTMLElement) {
     failed,
     h("h2", {}, "Open sessions"),
     table,
+    h("h2", {}, "Library (opened before)"),
+    stored,
     h("h2", {}, "Logs on this machine"),
     found,
   );
