@@ -17,6 +17,9 @@ const COMMANDS: &[&str] = &[
     "context_at",
     "replay",
     "cancel",
+    "tune",
+    "explain",
+    "save_profile",
     "export_config",
 ];
 

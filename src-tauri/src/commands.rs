@@ -6,6 +6,7 @@ use crate::state::AppState;
 use crate::view::*;
 use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
 use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::tune;
 use ctxlab::Error;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -148,6 +149,22 @@ fn budget(session: &ctxlab::model::Session, b: &BudgetRequest) -> Option<Budget>
     })
 }
 
+/// How to replay `session`: the counter, the budget asked for, the calibration when asked.
+fn options<'a>(
+    session: &ctxlab::model::Session,
+    counter: Option<&str>,
+    b: &BudgetRequest,
+    calibrate: bool,
+) -> AppResult<ReplayOptions<'a>> {
+    let counter = tokens::counter(counter.unwrap_or(DEFAULT_COUNTER))?;
+    let mut o = ReplayOptions::new(counter.clone());
+    o.budget = budget(session, b);
+    o.calibration = calibrate
+        .then(|| tokens::calibrate_session(session, counter.as_ref()))
+        .flatten();
+    Ok(o)
+}
+
 #[tauri::command]
 pub async fn replay(
     state: State<'_, AppState>,
@@ -162,11 +179,12 @@ pub async fn replay(
         .collect::<AppResult<Vec<_>>>()?;
     let cancel = state.start_job(request.job);
     let result = blocking(move || {
-        let counter = tokens::counter(request.counter.as_deref().unwrap_or(DEFAULT_COUNTER))?;
-        let calibration = request
-            .calibrate
-            .then(|| tokens::calibrate_session(&session, counter.as_ref()))
-            .flatten();
+        let base = options(
+            &session,
+            request.counter.as_deref(),
+            &request.budget,
+            request.calibrate,
+        )?;
         let runs = specs.len();
         let mut out = Vec::with_capacity(runs);
         for (i, spec) in specs.into_iter().enumerate() {
@@ -181,9 +199,9 @@ pub async fn replay(
                     total,
                 });
             };
-            let mut opts = ReplayOptions::new(counter.clone());
-            opts.budget = budget(&session, &request.budget);
-            opts.calibration = calibration.clone();
+            let mut opts = ReplayOptions::new(base.counter.clone());
+            opts.budget = base.budget;
+            opts.calibration = base.calibration.clone();
             opts.cancel = Some(&*cancel as &AtomicBool);
             opts.progress = Some(&progress);
             out.push(RunView::of(&replay::run(&session, spec, &opts)?));
@@ -197,6 +215,97 @@ pub async fn replay(
     .await;
     state.end_job(request.job);
     result
+}
+
+/// Sweeps a strategy's parameters over the grid (`ctxlab::tune`): every set's cost and recall,
+/// the Pareto front, the best set and why its compactions fired. Progress per replay on the
+/// channel; `cancel(job)` stops it.
+#[tauri::command]
+pub async fn tune(
+    state: State<'_, AppState>,
+    request: TuneRequest,
+    on_progress: Channel<TuneProgress>,
+) -> AppResult<TuneView> {
+    let (session, _) = state.get(request.session)?;
+    let entry = state.registry.require(&request.strategy)?.clone();
+    let objective: tune::Objective = request.objective.parse()?;
+    let cancel = state.start_job(request.job);
+    let result = blocking(move || {
+        let opts = options(
+            &session,
+            request.counter.as_deref(),
+            &request.budget,
+            request.calibrate,
+        )?;
+        let sweeps: Vec<tune::Sweep> = request
+            .sweeps
+            .into_iter()
+            .map(|s| tune::Sweep {
+                param: s.param,
+                values: s.values,
+            })
+            .collect();
+        let progress = |done: usize, total: usize| {
+            let _ = on_progress.send(TuneProgress { done, total });
+        };
+        let t = tune::TuneOptions {
+            objective,
+            cancel: Some(&*cancel as &AtomicBool),
+            progress: Some(&progress),
+            ..Default::default()
+        };
+        let sessions = [tune::TuneSession {
+            session: &session,
+            opts,
+        }];
+        Ok(TuneView::of(&tune::run(
+            &sessions,
+            &entry,
+            &request.params,
+            &sweeps,
+            &t,
+        )?))
+    })
+    .await;
+    state.end_job(request.job);
+    result
+}
+
+/// Why each compaction of one parameter set fired (a point picked on the Pareto chart).
+#[tauri::command]
+pub async fn explain(
+    state: State<'_, AppState>,
+    key: u32,
+    strategy: StrategyRequest,
+    counter: Option<String>,
+    budget_request: BudgetRequest,
+    calibrate: bool,
+) -> AppResult<Vec<CompactionPointView>> {
+    let (session, _) = state.get(key)?;
+    let spec = spec(&state, &strategy)?;
+    blocking(move || {
+        let opts = options(&session, counter.as_deref(), &budget_request, calibrate)?;
+        let run = replay::run(&session, spec, &opts)?;
+        Ok(tune::compaction_points(&run)
+            .iter()
+            .map(CompactionPointView::from)
+            .collect())
+    })
+    .await
+}
+
+/// Saves a parameter set as a named profile of the strategy in the library (`export --profile`
+/// and the CLI's `tune` read the same profiles).
+#[tauri::command]
+pub fn save_profile(
+    state: State<'_, AppState>,
+    strategy: String,
+    name: String,
+    params: serde_json::Value,
+    note: String,
+) -> AppResult<()> {
+    state.registry.require(&strategy)?;
+    state.save_profile(&strategy, &name, &params, &note)
 }
 
 #[tauri::command]

@@ -29,6 +29,9 @@ pub fn setup<R: tauri::Runtime>(base: tauri::Builder<R>, state: AppState) -> tau
             commands::context_at,
             commands::replay,
             commands::cancel,
+            commands::tune,
+            commands::explain,
+            commands::save_profile,
             commands::export_config,
         ])
 }

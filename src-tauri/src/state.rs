@@ -39,6 +39,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn no_library() -> AppError {
+    AppError {
+        code: "library".into(),
+        message: "the library could not be opened when the app started (see Could not load)".into(),
+    }
+}
+
 impl AppState {
     /// The app's state over the library at `db` (`None`: `$CTXLAB_DB`, else the user's data
     /// folder). A library that cannot be opened is reported in the Library view, not fatal.
@@ -137,14 +144,21 @@ impl AppState {
     /// Opens a session of the library from its log, after checking the log is the one imported
     /// (a moved or changed log is refused with what to do).
     pub fn open_stored(&self, id: i64) -> AppResult<SessionSummary> {
-        let lib = self.library.as_ref().ok_or_else(|| AppError {
-            code: "library".into(),
-            message: "the library could not be opened when the app started (see Could not load)"
-                .into(),
-        })?;
+        let lib = self.library.as_ref().ok_or_else(no_library)?;
         let session = lock(lib).load_session(id)?;
         let counter = tokens::counter(DEFAULT_COUNTER)?;
         Ok(self.keep(session, Some(id), counter.as_ref()))
+    }
+
+    pub fn save_profile(
+        &self,
+        strategy: &str,
+        name: &str,
+        params: &serde_json::Value,
+        note: &str,
+    ) -> AppResult<()> {
+        let lib = self.library.as_ref().ok_or_else(no_library)?;
+        Ok(lock(lib).save_profile(strategy, name, params, note)?)
     }
 
     /// Opens `path` and keeps the error for the Library when it fails as a whole.

@@ -11,6 +11,7 @@ use ctxlab::plugin_host::{Refusal, StrategyEntry};
 use ctxlab::replay::{KeptMessage, KeptState, Run};
 use ctxlab::store::{SessionRecord, SourceStatus};
 use ctxlab::tokens::Calibration;
+use ctxlab::tune::{CompactionPoint, TuneResult};
 use ctxlab_plugin_api::sdk::ParamSpec;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -365,6 +366,82 @@ pub struct RunView {
     pub events: Vec<EventView>,
     pub thresholds: Vec<ThresholdView>,
     pub metrics: MetricsView,
+}
+
+/// One swept parameter and the values it takes.
+#[derive(Debug, Clone, Deserialize, TS)]
+pub struct SweepRequest {
+    pub param: String,
+    pub values: Vec<serde_json::Value>,
+}
+
+/// A parameter sweep of one strategy on one open session.
+#[derive(Debug, Clone, Deserialize, TS)]
+pub struct TuneRequest {
+    pub session: u32,
+    pub strategy: String,
+    /// Fixed parameters; the swept ones are set over them.
+    pub params: serde_json::Value,
+    pub sweeps: Vec<SweepRequest>,
+    /// `cost`, `tokens` or `recall`: what the best set optimises.
+    pub objective: String,
+    pub counter: Option<String>,
+    pub budget: BudgetRequest,
+    pub calibrate: bool,
+    /// The job id `cancel` stops.
+    pub job: u32,
+}
+
+/// Replays of a sweep done so far, sent on its channel.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct TuneProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// One parameter set of the grid and how it did.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct CandidateView {
+    pub index: usize,
+    /// The swept values only.
+    pub swept: serde_json::Value,
+    /// Every parameter given to the strategy.
+    pub params: serde_json::Value,
+    pub cost_usd: f64,
+    pub total_input_tokens: u64,
+    pub peak_context: u64,
+    pub calls_over_window: u64,
+    pub compactions: u64,
+    pub lost_tokens: u64,
+    /// Needed-fact recall, lower and upper bound.
+    pub recall_lower: f64,
+    pub recall_upper: f64,
+    pub error: Option<String>,
+}
+
+/// A compaction with the reason the strategy gave (or the threshold the context had crossed).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct CompactionPointView {
+    pub call: usize,
+    pub agent: String,
+    pub kind: String,
+    pub messages: u32,
+    pub context_before: u64,
+    pub context_after: u64,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct TuneView {
+    pub strategy: String,
+    pub objective: String,
+    pub candidates: Vec<CandidateView>,
+    /// Candidates on the front of cost (lower is better) vs recall (higher is better), by cost.
+    pub pareto: Vec<usize>,
+    /// The best candidate for the objective.
+    pub best: Option<usize>,
+    /// Why each compaction of the best candidate fired.
+    pub explanation: Vec<CompactionPointView>,
 }
 
 #[derive(Debug, Clone, Deserialize, TS)]
@@ -781,6 +858,54 @@ impl RunView {
                 fidelity_mean_ape: run.recorded.as_ref().map(|r| r.input_mean_ape),
                 fidelity_p95_ape: run.recorded.as_ref().map(|r| r.input_p95_ape),
             },
+        }
+    }
+}
+
+impl From<&CompactionPoint> for CompactionPointView {
+    fn from(p: &CompactionPoint) -> Self {
+        CompactionPointView {
+            call: p.call,
+            agent: p.agent.clone(),
+            kind: snake(&p.kind),
+            messages: p.messages,
+            context_before: p.context_before,
+            context_after: p.context_after,
+            why: p.why.clone(),
+        }
+    }
+}
+
+impl TuneView {
+    pub fn of(r: &TuneResult) -> TuneView {
+        TuneView {
+            strategy: r.strategy.clone(),
+            objective: r.objective.to_string(),
+            candidates: r
+                .candidates
+                .iter()
+                .map(|c| CandidateView {
+                    index: c.index,
+                    swept: serde_json::Value::Object(c.swept.clone()),
+                    params: c.params.clone(),
+                    cost_usd: c.totals.cost_usd,
+                    total_input_tokens: c.totals.total_input_tokens,
+                    peak_context: c.totals.peak_context,
+                    calls_over_window: c.totals.calls_over_window,
+                    compactions: c.totals.compactions,
+                    lost_tokens: c.totals.lost_tokens,
+                    recall_lower: c.totals.recall_lower,
+                    recall_upper: c.totals.recall_upper,
+                    error: c.error.clone(),
+                })
+                .collect(),
+            pareto: r.pareto.clone(),
+            best: r.best,
+            explanation: r
+                .explanation
+                .iter()
+                .map(CompactionPointView::from)
+                .collect(),
         }
     }
 }

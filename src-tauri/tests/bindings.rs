@@ -49,6 +49,9 @@ fn committed_bindings_match_the_rust_types() {
     export::<ReplayRequest>(&cfg);
     export::<Progress>(&cfg);
     export::<RunView>(&cfg);
+    export::<TuneRequest>(&cfg);
+    export::<TuneProgress>(&cfg);
+    export::<TuneView>(&cfg);
     export::<ExportRequest>(&cfg);
     export::<ExportResult>(&cfg);
 

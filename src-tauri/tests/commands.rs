@@ -422,3 +422,115 @@ fn the_library_remembers_sessions_and_what_moved_or_changed() {
         .expect_err("its log changed");
     assert!(e["message"].as_str().unwrap().contains("changed"), "{e}");
 }
+
+/// A 2×2 sweep of fuseraft on a real log: every set's cost and recall, the Pareto front, the best
+/// set with why its compactions fired; a picked set explained on its own; saved as a profile in
+/// the library; an unknown parameter refused.
+#[test]
+fn tunes_a_grid_explains_a_point_and_saves_a_profile() {
+    let db = tempfile::tempdir().unwrap();
+    let db_file = db.path().join("library.sqlite");
+    let a = app_on(Some(&db_file));
+    let key = a.open(FOREST);
+    let request = |sweeps: Value| {
+        json!({
+            "request": {
+                "session": key, "strategy": "fuseraft.compaction",
+                "params": { "WarnAt": 100000 },
+                "sweeps": sweeps, "objective": "cost", "counter": null,
+                "budget": {}, "calibrate": true, "job": 11
+            },
+            "onProgress": "__CHANNEL__:3"
+        })
+    };
+    let t = a.ok(
+        "tune",
+        request(json!([
+            { "param": "TriggerTurnCount", "values": [20, 40] },
+            { "param": "CutoverAt", "values": [150000, 400000] }
+        ])),
+    );
+    let cands = t["candidates"].as_array().unwrap();
+    assert_eq!(cands.len(), 4);
+    // The last sweep varies fastest.
+    assert_eq!(
+        cands[1]["swept"],
+        json!({ "TriggerTurnCount": 20, "CutoverAt": 400000 })
+    );
+    assert_eq!(cands[1]["params"]["WarnAt"], 100000);
+    for c in cands {
+        assert!(c["cost_usd"].as_f64().unwrap() > 0.0, "{c}");
+        let r = c["recall_lower"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&r), "{c}");
+    }
+    let costs: Vec<f64> = cands
+        .iter()
+        .map(|c| c["cost_usd"].as_f64().unwrap())
+        .collect();
+    assert!(
+        costs.iter().any(|c| *c != costs[0]),
+        "the sets differ: {costs:?}"
+    );
+    let pareto: Vec<usize> = t["pareto"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_u64().unwrap() as usize)
+        .collect();
+    assert!(!pareto.is_empty() && pareto.len() <= 4);
+    let cheapest = (0..4)
+        .min_by(|&x, &y| costs[x].total_cmp(&costs[y]))
+        .unwrap();
+    assert_eq!(
+        t["best"],
+        json!(cheapest),
+        "objective cost picks the cheapest"
+    );
+    assert!(pareto.contains(&cheapest));
+    let why = t["explanation"].as_array().unwrap();
+    assert!(!why.is_empty(), "fuseraft compacts this log");
+    assert!(
+        why[0]["why"].as_str().unwrap().starts_with("fired at call"),
+        "{}",
+        why[0]
+    );
+
+    let picked = &cands[(cheapest + 1) % 4];
+    let points = a.ok(
+        "explain",
+        json!({ "key": key, "strategy": { "id": "fuseraft.compaction", "params": picked["params"] },
+                "counter": null, "budgetRequest": {}, "calibrate": true }),
+    );
+    assert_eq!(
+        points.as_array().unwrap().len() as u64,
+        picked["compactions"].as_u64().unwrap(),
+        "one point per compaction the sweep counted"
+    );
+
+    a.ok(
+        "save_profile",
+        json!({ "strategy": "fuseraft.compaction", "name": "tight", "params": picked["params"],
+                "note": "picked on the Pareto chart" }),
+    );
+    let lib = ctxlab::store::Library::open(&db_file).unwrap();
+    let p = lib.profile("fuseraft.compaction", "tight").unwrap();
+    assert_eq!(p.params, picked["params"]);
+    let e = a
+        .invoke(
+            "save_profile",
+            json!({ "strategy": "fuseraft.compaction", "name": " ", "params": {}, "note": "" }),
+        )
+        .expect_err("a profile needs a name");
+    assert_eq!(e["code"], "invalid");
+
+    let e = a
+        .invoke(
+            "tune",
+            request(json!([{ "param": "NoSuch", "values": [1] }])),
+        )
+        .expect_err("no such parameter");
+    assert!(
+        e["message"].as_str().unwrap().contains("TriggerTurnCount"),
+        "{e}"
+    );
+}
