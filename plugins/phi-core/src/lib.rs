@@ -181,6 +181,16 @@ impl Strategy for PhiCore {
                 ),
             );
         }
+        if outcome.deferred_summaries > 0 {
+            out.event(
+                EventKind::Note,
+                "summaries_deferred",
+                format!(
+                    "{} older assistant turns left for a later call (the host takes at most 256 edits per call)",
+                    fmt_tokens(outcome.deferred_summaries as u64)
+                ),
+            );
+        }
         emit_ops(call, &outcome, out);
         state.estimate.invalidate();
         out.gauge("estimate", (outcome.after + sys) as f64);

@@ -196,6 +196,33 @@ fn level2_summarizes_turns_older_than_keep_recent() {
 }
 
 #[test]
+fn level2_stays_within_the_hosts_op_limit_and_defers_the_newer_old_turns() {
+    // 405 old turns would be 405 summaries: the oldest 248 are summarized, the rest wait.
+    let call = TestCall::new(turns(410, &"x".repeat(200)));
+    let mut s = strategy(json!({"max_context_tokens": 20_000, "system_prompt_tokens": 0}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert!(d.ops.len() <= 256, "{} ops", d.ops.len());
+    assert_eq!(d.ops.len(), 248);
+    assert!(d
+        .ops
+        .iter()
+        .all(|op| matches!(op.kind, OpKind::Summarize { .. }) && op.end - op.start == 2));
+    assert_eq!(d.ops[0].start, 1);
+    let ev = d
+        .events
+        .iter()
+        .find(|e| e.code == "summaries_deferred")
+        .expect("a note names the deferred turns");
+    // 821 messages, keep_recent 10 → boundary 811 (a tool call): 405 old turns, 248 summarized.
+    assert!(
+        ev.message.starts_with("157 older assistant turns"),
+        "{}",
+        ev.message
+    );
+    assert!(!codes(&d).contains(&"level3_drop_middle"));
+}
+
+#[test]
 fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
     // 40 messages: keep_recent 10 → boundary 30, which is a tool result whose call is at 29.
     let mut msgs = turns(19, &"x".repeat(200));

@@ -9,6 +9,9 @@ use ctxlab_plugin_api::{Call, Role};
 
 /// The host refuses decisions of more than 256 ops; a few are kept for drops around summaries.
 const MAX_TRUNCATIONS: usize = 240;
+/// Ops one decision may hold (the host's limit), less a margin for the drops `emit_ops` adds
+/// around the items (the trailing range and gaps before truncations).
+const MAX_EDITS: usize = 248;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trunc {
@@ -73,6 +76,8 @@ pub struct Outcome {
     pub after: u64,
     /// Level-1 truncations left for a later call because of the host's op cap.
     pub deferred_truncations: usize,
+    /// Old turns level 2 left verbatim for a later call because of the host's op cap.
+    pub deferred_summaries: usize,
 }
 
 fn total(items: &[Item]) -> u64 {
@@ -167,6 +172,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
             steps,
             after: after1,
             deferred_truncations: deferred,
+            deferred_summaries: 0,
         };
     }
 
@@ -176,6 +182,11 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
     // summary and its tool results go; user messages stay (they carry the intent).
     let len = call.len();
     let mut l2 = 0;
+    // Each summary and each gap (a dropped orphan) is one op beside level 1's truncations; the
+    // turns past the host's limit stay verbatim until a later call (phi-core fires again while the
+    // estimate is over the budget).
+    let mut edits = l1_count;
+    let mut deferred_summaries = 0;
     if len > s.keep_recent {
         // The boundary moves back to a cut that does not split a tool pair (keeps a little more).
         let boundary = cuts.at_or_before(len - s.keep_recent);
@@ -183,6 +194,13 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
         let mut i = 0;
         while i < boundary {
             let m = call.msg(i);
+            if edits >= MAX_EDITS {
+                deferred_summaries = (i..boundary)
+                    .filter(|&k| call.msg(k).role() == Role::Assistant)
+                    .count();
+                out.extend(items[i..boundary].iter().cloned());
+                break;
+            }
             if m.role() == Role::Assistant {
                 let mut j = i + 1;
                 while j < boundary && is_tool_result(&call.msg(j)) {
@@ -209,6 +227,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
                         kind: Kind::Replace(summary),
                     });
                     l2 += 1;
+                    edits += 1;
                 } else {
                     out.extend(items[i..j].iter().cloned());
                 }
@@ -216,6 +235,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
             } else if is_tool_result(&m) {
                 // An orphaned result in the old part is dropped (a gap in the item list).
                 i = cuts.at_or_after(i + 1).min(boundary).max(i + 1);
+                edits += 1;
             } else {
                 out.push(items[i].clone());
                 i += 1;
@@ -235,12 +255,13 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
             s.keep_recent
         ),
     });
-    if after2 <= s.budget {
+    if after2 <= s.budget || deferred_summaries > 0 {
         return Outcome {
             items,
             steps,
             after: after2,
             deferred_truncations: deferred,
+            deferred_summaries,
         };
     }
 
@@ -298,6 +319,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
         steps,
         after: after3,
         deferred_truncations: deferred,
+        deferred_summaries: 0,
     }
 }
 
