@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod session;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,0 +1,343 @@
+//! Replay speed of every built-in system plugin (DESIGN.md §9: a 1,000,000-message session through
+//! any built-in plugin in ≤ 1 s, one core, release). Each strategy is loaded as the real shared
+//! library from the cargo target folder through the plugin `Registry`, with its defaults and with
+//! the settings a user is likely to tune, and replays generated tool-heavy sessions of 10k, 100k
+//! and 1M messages (benches/common/session.rs). Per-call cost must not grow with the history.
+//!
+//! Run with `cargo bench --bench plugins` after `cargo build --release --workspace`.
+//! `CTXLAB_BENCH_SIZES=100000` (comma-separated) narrows the sizes; `CTXLAB_BENCH_ONLY=librechat`
+//! keeps the configurations whose label contains the text; `CTXLAB_BENCH_EVENTS=1` prints how
+//! many events of each code every run had (to see which rules fired).
+
+mod common;
+
+use common::session::{session_of, Shape};
+use common::{machine, write_fragment};
+use ctxlab::model::Session;
+use ctxlab::plugin_host::{checkout_dir, Registry};
+use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+use ctxlab::tokens;
+use ctxlab_plugin_api::fmt_tokens;
+use serde_json::{json, Value};
+use std::time::Instant;
+
+const PLUGINS: &[&str] = &["fuseraft", "phi_core", "fim_one", "librechat", "codetether"];
+/// A size is skipped when the smaller size's time, scaled by the message count, projects a run
+/// longer than this: the figure would only say "missed" after many minutes.
+const SKIP_PROJECTED_SECS: f64 = 60.0;
+
+struct Config {
+    label: &'static str,
+    strategy: &'static str,
+    params: Value,
+    window: u64,
+}
+
+fn configs() -> Vec<Config> {
+    let c = |label, strategy, params, window| Config {
+        label,
+        strategy,
+        params,
+        window,
+    };
+    vec![
+        c(
+            "fuseraft defaults",
+            "fuseraft.compaction",
+            json!({}),
+            200_000,
+        ),
+        c(
+            "fuseraft ContextWindow filters",
+            "fuseraft.compaction",
+            json!({
+                "MaxTailMessages": 60,
+                "ContextCapFraction": 0.8,
+                "MaxToolResultChars": 2000,
+                "ToolResultCharOverrides": {"bash": 4000},
+                "MaxReplayChars": 1000,
+            }),
+            200_000,
+        ),
+        c(
+            "fuseraft MaxTurnAge + in-turn window",
+            "fuseraft.compaction",
+            json!({
+                "MaxTurnAge": 8,
+                "MaxInTurnToolPairs": 2,
+                "TriggerTurnCount": 200,
+                "KeepRecentTurns": 20,
+            }),
+            200_000,
+        ),
+        c(
+            "fuseraft window mode",
+            "fuseraft.compaction",
+            json!({"Mode": "window", "TokenBudget": 60000}),
+            200_000,
+        ),
+        c("phi-core defaults", "phi-core.context", json!({}), 200_000),
+        c(
+            "fim-one defaults",
+            "fim-one.context-guard",
+            json!({}),
+            200_000,
+        ),
+        c(
+            "librechat summarization on",
+            "librechat.agents",
+            json!({}),
+            200_000,
+        ),
+        c(
+            "librechat summarization off",
+            "librechat.agents",
+            json!({"enabled": false}),
+            200_000,
+        ),
+        c(
+            "librechat off + contextPruning",
+            "librechat.agents",
+            json!({"enabled": false, "contextPruning.enabled": true,
+                   "contextPruning.minPrunableToolChars": 1000}),
+            200_000,
+        ),
+        c(
+            "librechat on, token_ratio 0.9",
+            "librechat.agents",
+            json!({"trigger.type": "token_ratio", "trigger.value": 0.9}),
+            200_000,
+        ),
+        c(
+            "codetether defaults",
+            "codetether.compression",
+            json!({}),
+            200_000,
+        ),
+        c(
+            "codetether 32k window",
+            "codetether.compression",
+            json!({}),
+            32_000,
+        ),
+    ]
+}
+
+fn registry() -> Registry {
+    let exe = std::env::current_exe().expect("bench binary path");
+    let dir = checkout_dir(&exe).expect("bench binary inside a cargo target folder");
+    let mut reg = Registry::new();
+    for p in PLUGINS {
+        let lib = dir.join(format!(
+            "{}ctxlab_plugin_{p}{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ));
+        assert!(
+            lib.is_file(),
+            "{} is missing: run `cargo build --release --workspace` first (`make bench` does it)",
+            lib.display()
+        );
+        reg.load_path(&lib).unwrap_or_else(|r| panic!("{r}"));
+    }
+    reg
+}
+
+struct Row {
+    label: &'static str,
+    messages: usize,
+    calls: usize,
+    secs: Option<f64>,
+    engine_secs: f64,
+    compactions: usize,
+    events: usize,
+}
+
+impl Row {
+    fn us_per_call(&self) -> Option<f64> {
+        self.secs.map(|s| s * 1e6 / self.calls as f64)
+    }
+}
+
+fn replay(s: &Session, spec: StrategySpec, window: u64) -> (f64, replay::Run) {
+    let mut o = ReplayOptions::new(tokens::counter("heuristic").expect("heuristic counter"));
+    o.budget = Some(Budget {
+        context_window: window,
+        max_output: 8_000,
+        reserve: 0,
+    });
+    let t = Instant::now();
+    let run = replay::run(s, spec, &o).unwrap_or_else(|e| panic!("replay failed: {e}"));
+    (t.elapsed().as_secs_f64(), run)
+}
+
+fn main() {
+    let reg = registry();
+    let sizes: Vec<usize> = std::env::var("CTXLAB_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
+    let only = std::env::var("CTXLAB_BENCH_ONLY").unwrap_or_default();
+    let configs: Vec<Config> = configs()
+        .into_iter()
+        .filter(|c| c.label.contains(only.as_str()))
+        .collect();
+    println!("built-in plugins on generated tool-heavy sessions (one core, heuristic counter)");
+    println!(
+        "{:<38} {:>10} {:>8} {:>9} {:>9} {:>9} {:>6} {:>8} {:>12}",
+        "strategy",
+        "messages",
+        "calls",
+        "seconds",
+        "µs/call",
+        "engine s",
+        "comp.",
+        "events",
+        "target"
+    );
+    let mut rows: Vec<Row> = Vec::new();
+    for &n in &sizes {
+        let s = session_of(n, Shape::ToolHeavy);
+        // The engine alone (no strategy) on the same session and window, for the plugin's share.
+        let (engine_secs, _) = replay(&s, StrategySpec::None, 200_000);
+        println!(
+            "{:<38} {:>10} {:>8} {:>9.3} {:>9.2}",
+            "(engine alone: none)",
+            fmt_tokens(n as u64),
+            fmt_tokens(s.calls.len() as u64),
+            engine_secs,
+            engine_secs * 1e6 / s.calls.len() as f64
+        );
+        for c in &configs {
+            let projected = rows
+                .iter()
+                .rev()
+                .find(|r| r.label == c.label)
+                .map(|r| r.secs.unwrap_or(f64::INFINITY) * n as f64 / r.messages as f64);
+            let slow_before = projected.is_some_and(|t| t > SKIP_PROJECTED_SECS);
+            let entry = reg
+                .find(c.strategy)
+                .unwrap_or_else(|| panic!("{} is not in the built-in plugins", c.strategy))
+                .clone();
+            let row = if slow_before {
+                Row {
+                    label: c.label,
+                    messages: n,
+                    calls: s.calls.len(),
+                    secs: None,
+                    engine_secs,
+                    compactions: 0,
+                    events: 0,
+                }
+            } else {
+                let spec = StrategySpec::Plugin {
+                    entry,
+                    params: c.params.clone(),
+                };
+                let (secs, run) = replay(&s, spec, c.window);
+                if std::env::var_os("CTXLAB_BENCH_EVENTS").is_some() {
+                    let mut codes = std::collections::BTreeMap::<&str, usize>::new();
+                    for e in &run.events {
+                        *codes.entry(e.code.as_str()).or_default() += 1;
+                    }
+                    println!("  events of {}: {codes:?}", c.label);
+                }
+                Row {
+                    label: c.label,
+                    messages: n,
+                    calls: s.calls.len(),
+                    secs: Some(secs),
+                    engine_secs,
+                    compactions: run.compactions.len(),
+                    events: run.events.len(),
+                }
+            };
+            println!(
+                "{:<38} {:>10} {:>8} {:>9} {:>9} {:>9.3} {:>6} {:>8} {:>12}",
+                row.label,
+                fmt_tokens(n as u64),
+                fmt_tokens(row.calls as u64),
+                row.secs.map_or("skipped".into(), |t| format!("{t:.3}")),
+                row.us_per_call().map_or("-".into(), |u| format!("{u:.2}")),
+                row.engine_secs,
+                fmt_tokens(row.compactions as u64),
+                fmt_tokens(row.events as u64),
+                verdict(&row)
+            );
+            rows.push(row);
+        }
+    }
+    write_fragment("plugins", &markdown(&rows, &configs, &sizes));
+}
+
+fn verdict(r: &Row) -> &'static str {
+    match (r.messages == 1_000_000, r.secs) {
+        (false, _) => "",
+        (true, Some(t)) if t <= 1.0 => "≤ 1 s ok",
+        _ => "≤ 1 s MISSED",
+    }
+}
+
+fn markdown(rows: &[Row], configs: &[Config], sizes: &[usize]) -> String {
+    let mut s = String::from("## Replay through the built-in plugins\n\n");
+    s.push_str(&format!(
+        "Each system plugin loaded from its release shared library through the plugin registry, \
+         replaying generated tool-heavy sessions of one agent (benches/common/session.rs: requests \
+         of 1–4 tool round trips, results of 120–2,500 chars with one in 40 of 12,000 and one in \
+         400 of 60,000, a model call before every assistant message), heuristic counter, 8,000 \
+         output tokens; {}. One run per cell. *Engine* is the same replay with no strategy (its \
+         share of each figure). Per-call cost must stay flat from 10k to 1M messages. Target \
+         (DESIGN.md §9): 1,000,000 messages in ≤ 1 s.\n\n",
+        machine()
+    ));
+    s.push_str("| strategy | settings | window |");
+    for n in sizes {
+        s.push_str(&format!(" {} msgs: s (µs/call) |", fmt_tokens(*n as u64)));
+    }
+    s.push_str(" 1M: compactions | target |\n|---|---|---:|");
+    for _ in sizes {
+        s.push_str("---:|");
+    }
+    s.push_str("---:|---|\n");
+    for c in configs {
+        s.push_str(&format!(
+            "| {} | `{}` | {} |",
+            c.label,
+            if c.params.as_object().is_some_and(|o| o.is_empty()) {
+                "defaults".to_string()
+            } else {
+                c.params.to_string()
+            },
+            fmt_tokens(c.window)
+        ));
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.label == c.label).collect();
+        for r in &mine {
+            match (r.secs, r.us_per_call()) {
+                (Some(t), Some(u)) => s.push_str(&format!(" {t:.3} ({u:.2}) |")),
+                _ => s.push_str(" skipped (projected > 60 s) |"),
+            }
+        }
+        let last = mine.last();
+        s.push_str(&format!(
+            " {} | {} |\n",
+            last.map_or("-".into(), |r| fmt_tokens(r.compactions as u64)),
+            last.map_or("", |r| verdict(r))
+        ));
+    }
+    let engine: Vec<String> = sizes
+        .iter()
+        .filter_map(|n| rows.iter().find(|r| r.messages == *n))
+        .map(|r| {
+            format!(
+                "{} messages {:.3} s",
+                fmt_tokens(r.messages as u64),
+                r.engine_secs
+            )
+        })
+        .collect();
+    s.push_str(&format!(
+        "\nEngine alone (no strategy, 200,000 window): {}.\n",
+        engine.join(", ")
+    ));
+    s
+}
