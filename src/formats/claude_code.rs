@@ -7,16 +7,16 @@
 //! `compact_boundary` + the `isCompactSummary` user entry become a recorded compaction.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
 use super::follow::LiveLog;
-use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::lines::{from_line, read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
 use crate::{Error, Result};
@@ -379,8 +379,8 @@ impl FileState {
         FileState {
             agent,
             main,
-            agents: HashMap::new(),
-            uuid_msg: HashMap::new(),
+            agents: HashMap::default(),
+            uuid_msg: HashMap::default(),
             links: Vec::new(),
             session_id: None,
             title: None,
@@ -422,13 +422,14 @@ impl FileSink<'_> {
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
         let state = self.f.agents.entry(agent).or_default();
         if let Some(id) = m.id.as_deref() {
-            if let Some(&(mi, ci, best)) = state.by_id.get(id) {
+            if let Some((mi, ci, best)) = state.by_id.get_mut(id) {
+                let mi = *mi;
                 self.s.messages[mi].parts.extend(parts);
-                if let (Some(ci), Some(u)) = (ci, usage) {
+                if let (Some(ci), Some(u)) = (*ci, usage) {
                     let call = &mut self.s.calls[ci];
-                    if call.usage.is_none() || u.output >= best {
+                    if call.usage.is_none() || u.output >= *best {
                         call.usage = Some(u);
-                        state.by_id.insert(id.to_string(), (mi, Some(ci), u.output));
+                        *best = u.output;
                     }
                 }
                 if let Some(uuid) = e.uuid {
@@ -560,7 +561,7 @@ impl FileSink<'_> {
 
 impl JsonSink for FileSink<'_> {
     fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
-        let e: Entry<'_> = serde_json::from_slice(json)?;
+        let e: Entry<'_> = from_line(json)?;
         if self.f.main {
             if let Some(id) = &e.session_id {
                 if self.f.session_id.as_deref() != Some(id) {
@@ -659,7 +660,7 @@ impl Live {
             hasher: blake3::Hasher::new(),
             path: path.to_path_buf(),
             files: vec![FileState::new(MAIN, true)],
-            spawners: HashMap::new(),
+            spawners: HashMap::default(),
             links_seen: 0,
             raw_warnings: 0,
             order: None,
@@ -847,7 +848,7 @@ fn task_name(s: &Session, main: AgentIdx, tool_use_id: &str) -> Option<String> {
 /// steps back, so `context_end` never decreases within an agent.
 /// Returns, for each call in its new place, its index before sorting.
 pub(crate) fn sort_calls_by_time(s: &mut Session) -> Vec<usize> {
-    let mut last: HashMap<AgentIdx, i64> = HashMap::new();
+    let mut last: HashMap<AgentIdx, i64> = HashMap::default();
     let mut keyed: Vec<(i64, usize, Call)> = s
         .calls
         .drain(..)
