@@ -13,7 +13,7 @@
 use super::facts::{FactId, Facts};
 use crate::model::{Message, MsgIdx, Part, Role, Session};
 use ctxlab_plugin_api::abi::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 pub(crate) struct Entry {
     /// Order key, increasing with position.
@@ -39,11 +39,13 @@ pub(crate) struct Context {
     pinned: Vec<u32>,
     pairs: SpanTree,
     /// Tool call id → key of the entry that made the call.
-    tool_calls: HashMap<Box<str>, u64>,
+    tool_calls: FxHashMap<Box<str>, u64>,
     /// Fact → keys (ascending) of the entries that hold it verbatim.
-    pub occurrences: HashMap<FactId, Vec<u64>>,
+    pub occurrences: FxHashMap<FactId, Vec<u64>>,
     /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
     pub coverage: Coverage,
+    /// Reused by `remove` for the facts of a removed range.
+    scratch: Vec<FactId>,
     next_key: u64,
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
@@ -118,9 +120,10 @@ impl Context {
             prefix: vec![0],
             pinned: vec![0],
             pairs: SpanTree::default(),
-            tool_calls: HashMap::new(),
-            occurrences: HashMap::new(),
+            tool_calls: FxHashMap::default(),
+            occurrences: FxHashMap::default(),
             coverage: Coverage::default(),
+            scratch: Vec::new(),
             next_key: 1,
             requests: 0,
             awaiting_request: true,
@@ -160,9 +163,23 @@ impl Context {
             .sum()
     }
 
-    /// Position of the entry with this key.
+    /// Position of the entry with this key. Lookups are mostly of recent entries (a tool
+    /// result's call, a fact's latest occurrence): the search gallops back from the end, so its
+    /// cost grows with the distance from the end, not with the context's length.
     pub(crate) fn position(&self, key: u64) -> Option<usize> {
-        self.entries.binary_search_by_key(&key, |e| e.key).ok()
+        let mut hi = self.entries.len();
+        let mut step = 1;
+        loop {
+            let lo = hi.saturating_sub(step);
+            if lo == 0 || self.entries[lo].key <= key {
+                return self.entries[lo..hi]
+                    .binary_search_by_key(&key, |e| e.key)
+                    .ok()
+                    .map(|i| lo + i);
+            }
+            hi = lo;
+            step *= 2;
+        }
     }
 
     /// Appends a message that reached the agent. `tokens` is its count with the run's counter.
@@ -429,8 +446,20 @@ impl Context {
     /// (recorded compactions may do that) lose their partner so they are not reported twice.
     fn remove(&mut self, s: usize, e: usize) {
         let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
+        // Keys grow with positions, so the range's occurrences of a fact are one run of its
+        // list: each fact loses them in one drain, not one shift per occurrence.
+        let mut facts = std::mem::take(&mut self.scratch);
+        facts.clear();
         for i in s..e {
-            self.unindex_facts(i);
+            facts.extend_from_slice(&self.entries[i].facts);
+        }
+        facts.sort_unstable();
+        facts.dedup();
+        for &f in &facts {
+            remove_key_range(&mut self.occurrences, f, k0, k1);
+        }
+        self.scratch = facts;
+        for i in s..e {
             let key = self.entries[i].key;
             if self.entries[i].msg.is_none() {
                 self.coverage.gone(self.views[i].id);
@@ -494,14 +523,14 @@ impl Context {
 /// mutation), each class answering "which live summary holds this now".
 #[derive(Default)]
 pub(crate) struct Coverage {
-    parent: HashMap<u64, u64>,
-    rank: HashMap<u64, u8>,
+    parent: FxHashMap<u64, u64>,
+    rank: FxHashMap<u64, u8>,
     /// Class root → the summary that holds the class now.
-    holder: HashMap<u64, u64>,
+    holder: FxHashMap<u64, u64>,
     /// Live summary id → its order key.
-    live: HashMap<u64, u64>,
+    live: FxHashMap<u64, u64>,
     /// Fact → summaries it went into (compacted to live, distinct holders on every push).
-    homes: HashMap<FactId, Vec<u64>>,
+    homes: FxHashMap<FactId, Vec<u64>>,
 }
 
 impl Coverage {
@@ -584,7 +613,18 @@ fn insert_sorted(v: &mut Vec<u64>, key: u64) {
     }
 }
 
-fn remove_sorted(map: &mut HashMap<FactId, Vec<u64>>, f: FactId, key: u64) {
+fn remove_key_range(map: &mut FxHashMap<FactId, Vec<u64>>, f: FactId, k0: u64, k1: u64) {
+    if let Some(v) = map.get_mut(&f) {
+        let a = v.partition_point(|&k| k < k0);
+        let b = v.partition_point(|&k| k <= k1);
+        v.drain(a..b);
+        if v.is_empty() {
+            map.remove(&f);
+        }
+    }
+}
+
+fn remove_sorted(map: &mut FxHashMap<FactId, Vec<u64>>, f: FactId, key: u64) {
     if let Some(v) = map.get_mut(&f) {
         if let Ok(p) = v.binary_search(&key) {
             v.remove(p);

@@ -18,7 +18,7 @@ use crate::plugin_host::{Instance, RawDecision};
 use crate::tokens::Fit;
 use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
 use ctxlab_plugin_api::{EventKind, OpKind, Scope};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
@@ -40,7 +40,7 @@ struct AgentState {
     prev_len: usize,
     prev_timestamp: Option<i64>,
     /// Every fact this agent's history ever held.
-    seen: HashSet<FactId>,
+    seen: FxHashSet<FactId>,
 }
 
 /// What the engine needs of `ReplayOptions`, with the counter borrowed (so that
@@ -81,7 +81,7 @@ pub(crate) struct Engine<'s, 'o> {
     agents: Vec<AgentState>,
     facts: Facts,
     /// Replies counted before they reach their agent: (tokens, facts), reused on append.
-    replies: HashMap<MsgIdx, (u64, Box<[FactId]>)>,
+    replies: FxHashMap<MsgIdx, (u64, Box<[FactId]>)>,
     next_id: u64,
     tally: Tally,
     samples: Vec<Sample>,
@@ -126,7 +126,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             contexts: (0..n).map(|_| Context::new()).collect(),
             agents,
             facts: Facts::default(),
-            replies: HashMap::new(),
+            replies: FxHashMap::default(),
             next_id: 0,
             tally: Tally::default(),
             samples: Vec::with_capacity(session.calls.len()),

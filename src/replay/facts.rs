@@ -2,7 +2,7 @@
 //! URLs, identifiers, numbers of 3+ digits, error codes, quoted names. A hand-written byte scanner
 //! (no regex) keeps extraction at memory speed: every message is scanned exactly once per run.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Interned fact id, local to one run.
 pub(crate) type FactId = u32;
@@ -10,7 +10,9 @@ pub(crate) type FactId = u32;
 /// Gives each distinct fact text one id for the whole run.
 #[derive(Default)]
 pub(crate) struct Facts {
-    ids: HashMap<Box<str>, FactId>,
+    ids: FxHashMap<Box<str>, FactId>,
+    /// Reused by `extract` so that a message costs no allocation besides its result.
+    scratch: Vec<FactId>,
 }
 
 impl Facts {
@@ -23,13 +25,14 @@ impl Facts {
 
     /// The distinct facts of a text, sorted by id.
     pub(crate) fn extract(&mut self, text: &str) -> Box<[FactId]> {
-        let mut out: Vec<FactId> = Vec::new();
+        let Facts { ids, scratch: out } = self;
+        out.clear();
         scan(text, |fact| {
-            let next = self.ids.len() as FactId;
-            let id = match self.ids.get(fact) {
+            let next = ids.len() as FactId;
+            let id = match ids.get(fact) {
                 Some(&id) => id,
                 None => {
-                    self.ids.insert(fact.into(), next);
+                    ids.insert(fact.into(), next);
                     next
                 }
             };
@@ -37,7 +40,7 @@ impl Facts {
         });
         out.sort_unstable();
         out.dedup();
-        out.into_boxed_slice()
+        out.as_slice().into()
     }
 }
 

@@ -3,7 +3,7 @@
 //! (`recorded_raw_tokens`, the `recorded` baseline) and every replay start from this one walk.
 
 use crate::model::{Call, MsgIdx, Session};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Something that happened to an agent's context between two of its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(crate) struct Feed<'s> {
     compactions: Vec<Vec<usize>>,
     compaction_cursor: Vec<usize>,
     /// Summary messages written by recorded compactions: part of the recorded history only.
-    recorded_summaries: HashSet<MsgIdx>,
+    recorded_summaries: FxHashSet<MsgIdx>,
     session: &'s Session,
 }
 
