@@ -117,6 +117,33 @@ describe("ctxlab app", () => {
     await shot("03-kept");
   });
 
+  it("sweeps a 2×2 grid and shows the Pareto chart and why the picked set compacted", async () => {
+    await tab("tune");
+    await wd.waitFor('[data-testid="tune-strategy"]');
+    await wd.exec(
+      `const s = document.querySelector('[data-testid="tune-strategy"]');
+       s.value = 'fuseraft.compaction'; s.dispatchEvent(new Event('change', { bubbles: true }));`,
+    );
+    await wd.press('[data-testid="sweep-TriggerTurnCount"]');
+    await setInput("sweep-TriggerTurnCount-from", "20");
+    await setInput("sweep-TriggerTurnCount-to", "40");
+    await wd.press('[data-testid="sweep-CutoverAt"]');
+    await setInput("sweep-CutoverAt-from", "450000");
+    await setInput("sweep-CutoverAt-to", "800000");
+    await wd.press('[data-testid="run-tune"]');
+    await wd.waitFor('[data-testid="tune-candidates"]', 300_000);
+    const rows = await wd.findAll('[data-testid="tune-candidates"] tbody tr');
+    assert.equal(rows.length, 4, "2 × 2 parameter sets");
+    await wd.until("the Pareto chart drawn", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="pareto-chart"] canvas').length`)) === 1);
+    const table = await wd.text(await wd.find('[data-testid="tune-candidates"]'));
+    assert.match(table, /best \(cost\)/);
+    assert.match(table, /Pareto/);
+    const why = await wd.text(await wd.waitFor('[data-testid="tune-why"]', 60_000));
+    assert.match(why, /fired at call \d/);
+    await wd.exec(`document.querySelector('[data-testid="tune-progress"], .tune-grid').scrollIntoView()`);
+    await shot("04-tune");
+  });
+
   it("exports the tuned parameters to a config file that reads back", async () => {
     await tab("export");
     await wd.waitFor('[data-testid="export-strategy"]');
@@ -132,7 +159,10 @@ describe("ctxlab app", () => {
     assert.match(text, /CutoverAt: 600000/);
     assert.match(text, /WarnAt: 400000/);
     assert.equal(await wd.text(await wd.find('[data-testid="export-text"]')), text.trimEnd());
-    await shot("04-export");
+    await shot("05-export");
+    await tab("library");
+    const stored = await wd.text(await wd.waitFor('[data-testid="stored"]'));
+    assert.match(stored, /claude-code/, "the opened log is in the SQLite library");
   });
 
   it("names a broken file and why it could not be read", async () => {
@@ -143,6 +173,6 @@ describe("ctxlab app", () => {
     const msg = await wd.text(box);
     assert.match(msg, /broken\.jsonl/);
     assert.match(msg, /not a session log ctxlab can read/);
-    await shot("05-broken-file");
+    await shot("06-broken-file");
   });
 });

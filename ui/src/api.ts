@@ -13,6 +13,11 @@ import type { Progress } from "./bindings/Progress";
 import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { RunView } from "./bindings/RunView";
 import type { SessionDetail } from "./bindings/SessionDetail";
+import type { CompactionPointView } from "./bindings/CompactionPointView";
+import type { TuneProgress } from "./bindings/TuneProgress";
+import type { TuneRequest } from "./bindings/TuneRequest";
+import type { TuneView } from "./bindings/TuneView";
+import type { JsonValue } from "./bindings/serde_json/JsonValue";
 import type { SessionSummary } from "./bindings/SessionSummary";
 import type { Strategies } from "./bindings/Strategies";
 import type { StoredSession } from "./bindings/StoredSession";
@@ -48,6 +53,14 @@ export const api = {
     channel.onmessage = onProgress;
     return call<RunView[]>("replay", { request, onProgress: channel });
   },
+  tune: (request: TuneRequest, onProgress: (p: TuneProgress) => void) => {
+    const channel = new Channel<TuneProgress>();
+    channel.onmessage = onProgress;
+    return call<TuneView>("tune", { request, onProgress: channel });
+  },
+  explain: (key: number, strategy: StrategyRequest, counter: string | null, budget: BudgetRequest, calibrate: boolean) =>
+    call<CompactionPointView[]>("explain", { key, strategy, counter, budgetRequest: budget, calibrate }),
+  saveProfile: (strategy: string, name: string, params: JsonValue, note: string) => call<null>("save_profile", { strategy, name, params, note }),
   cancel: (job: number) => call<boolean>("cancel", { job }),
   exportConfig: (request: ExportRequest) => call<ExportResult>("export_config", { request }),
 };

@@ -11,20 +11,22 @@ import { cancelRun, renderCompare, runComparison } from "./views/compare";
 import { renderExport } from "./views/export";
 import { openFileDialog, openPaths, refreshStored, renderLibrary, selectSession, setNavigator } from "./views/library";
 import { renderSession } from "./views/session";
+import { cancelTune, renderTune } from "./views/tune";
 
 const TABS: [View, string, string][] = [
   ["library", "Library", "Alt+1"],
   ["session", "Session", "Alt+2"],
   ["compare", "Replay / Compare", "Alt+3"],
-  ["export", "Export", "Alt+4"],
+  ["tune", "Tune", "Alt+4"],
+  ["export", "Export", "Alt+5"],
 ];
 
 const SHORTCUTS: [string, string][] = [
   ["Ctrl+O", "Open a log"],
   ["Ctrl+Shift+O", "Open a folder"],
-  ["Alt+1 … Alt+4", "Library, Session, Compare, Export"],
+  ["Alt+1 … Alt+5", "Library, Session, Compare, Tune, Export"],
   ["Ctrl+Enter", "Replay the picked strategies"],
-  ["Esc", "Cancel a running replay / close this help"],
+  ["Esc", "Cancel a running replay or sweep / close this help"],
   ["Ctrl+Shift+L", "Light / dark theme"],
   ["?", "This help"],
 ];
@@ -81,6 +83,9 @@ function render() {
     case "compare":
       renderCompare(main);
       break;
+    case "tune":
+      renderTune(main);
+      break;
     case "export":
       renderExport(main);
       break;
@@ -103,7 +108,7 @@ document.addEventListener("keydown", (e) => {
   if (e.ctrlKey && e.key.toLowerCase() === "o") {
     e.preventDefault();
     void openFileDialog(e.shiftKey);
-  } else if (e.altKey && /^[1-4]$/.test(e.key)) {
+  } else if (e.altKey && /^[1-5]$/.test(e.key)) {
     e.preventDefault();
     go(TABS[Number(e.key) - 1][0]);
   } else if (e.ctrlKey && e.key === "Enter") {
@@ -114,7 +119,10 @@ document.addEventListener("keydown", (e) => {
     if (help) {
       help = false;
       changed();
-    } else void cancelRun();
+    } else {
+      void cancelRun();
+      void cancelTune();
+    }
   } else if (e.ctrlKey && e.shiftKey && e.key.toLowerCase() === "l") {
     e.preventDefault();
     toggleTheme();

@@ -7,7 +7,7 @@ import type { SessionDetail } from "./bindings/SessionDetail";
 import type { Strategies } from "./bindings/Strategies";
 import type { StoredSession } from "./bindings/StoredSession";
 
-export type View = "library" | "session" | "compare" | "export";
+export type View = "library" | "session" | "compare" | "tune" | "export";
 
 export interface Selection {
   id: string;

@@ -42,6 +42,11 @@ function num(s: string): number | null {
   return t === "" || !Number.isFinite(Number(t)) ? null : Number(t);
 }
 
+/** The counter, calibration and budget set here; the Tune view replays with the same. */
+export function replaySettings() {
+  return { counter, calibrate, budget: { context_window: num(budget.window), max_output: num(budget.maxOutput), reserve: num(budget.reserve) } };
+}
+
 export async function runComparison() {
   const key = store.current;
   if (key === null || store.running || store.picked.length === 0) return;
