@@ -111,6 +111,10 @@ struct Index {
     max_gap: usize,
     /// Sum of the messages' raw tokens (the host's counter, uncalibrated).
     raw_tokens: u64,
+    /// Char counts of each message's tool-call arguments, `args[args_at[i]..args_at[i + 1]]`:
+    /// counted once, as the pipeline re-reads them at every call over the kept window.
+    args: Vec<u64>,
+    args_at: Vec<u32>,
 }
 
 impl Index {
@@ -125,6 +129,9 @@ impl Index {
         }
         if self.tool_before.is_empty() {
             self.tool_before.push(0);
+        }
+        if self.args_at.is_empty() {
+            self.args_at.push(0);
         }
         for i in self.len..n {
             let m = call.msg(i);
@@ -142,7 +149,9 @@ impl Index {
             }
             for t in m.tools().filter(|t| !t.is_result()) {
                 self.calls.insert(t.id().to_string(), i);
+                self.args.push(t.body().chars().count() as u64);
             }
+            self.args_at.push(self.args.len() as u32);
             if is_tool_result(&m) {
                 let earliest = m
                     .tools()
@@ -164,6 +173,14 @@ impl Index {
     }
     fn tool_count(&self) -> u64 {
         self.tool_before[self.len] as u64
+    }
+    /// (total, over `cap`) chars of the tool-call arguments of the message at `i`.
+    fn args_chars(&self, i: usize, cap: u64) -> (u64, u64) {
+        self.args[self.args_at[i] as usize..self.args_at[i + 1] as usize]
+            .iter()
+            .fold((0, 0), |(total, excess), &c| {
+                (total + c, excess + c.saturating_sub(cap))
+            })
     }
 }
 
@@ -189,15 +206,6 @@ pub fn is_substantive(m: &Msg<'_>) -> bool {
         }
     }
     rest.chars().any(char::is_alphanumeric)
-}
-
-fn args_chars(m: &Msg<'_>, cap: u64) -> (u64, u64) {
-    m.tools()
-        .filter(|t| !t.is_result())
-        .map(|t| t.body().chars().count() as u64)
-        .fold((0, 0), |(total, excess), c| {
-            (total + c, excess + c.saturating_sub(cap))
-        })
 }
 
 /// Which stages of the pipeline shape the messages this call.
@@ -249,7 +257,7 @@ impl Pipeline<'_, '_> {
             .into_iter()
             .flatten()
             .min()?;
-            let (_, excess) = args_chars(&m, cap);
+            let (_, excess) = self.index.args_chars(i, cap);
             return (excess > 0).then(|| kept(Cut::Input { excess }));
         }
         if !is_tool_result(&m) {

@@ -56,8 +56,26 @@ fn input_marker(excess: u64) -> String {
     format!("\n… [truncated: {excess} chars of tool input removed] …\n")
 }
 
+/// `input_marker(excess).chars().count()` without building it: the pipeline sizes every kept
+/// message at every call, the marker text is only needed for emitted ops.
+fn input_marker_chars(excess: u64) -> u64 {
+    "\n… [truncated:  chars of tool input removed] …\n"
+        .chars()
+        .count() as u64
+        + digits(excess)
+}
+
 fn soft_marker(len: u64, kept: u64) -> String {
     format!("\n\n… [soft-trimmed: {len} chars → {kept} chars, middle removed] …\n\n")
+}
+
+/// `soft_marker(len, kept).chars().count()` without building it.
+fn soft_marker_chars(len: u64, kept: u64) -> u64 {
+    "\n\n… [soft-trimmed:  chars →  chars, middle removed] …\n\n"
+        .chars()
+        .count() as u64
+        + digits(len)
+        + digits(kept)
 }
 
 impl Cut {
@@ -74,14 +92,12 @@ impl Cut {
                     max
                 }
             }
-            Cut::Input { excess } => len
-                .saturating_sub(excess)
-                .max(input_marker(excess).chars().count() as u64),
+            Cut::Input { excess } => len.saturating_sub(excess).max(input_marker_chars(excess)),
             Cut::Soft {
                 len: cur,
                 head,
                 tail,
-            } => head + tail + soft_marker(cur, head + tail).chars().count() as u64,
+            } => head + tail + soft_marker_chars(cur, head + tail),
             Cut::Clear => placeholder_chars,
         };
         kept.min(len)
@@ -181,6 +197,31 @@ pub fn tokens_kept(msg: &Msg<'_>, kept: Option<u64>) -> u64 {
         Some(k) => {
             let k = k.min(msg.chars());
             ((tokens as u128 * k as u128).div_ceil(msg.chars() as u128) as u64).min(tokens)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_sizes_match_the_markers() {
+        for v in [0, 1, 9, 10, 99, 100, 4_000, 123_456, u64::MAX] {
+            assert_eq!(
+                input_marker_chars(v),
+                input_marker(v).chars().count() as u64
+            );
+            assert_eq!(
+                result_marker_chars(v),
+                result_marker(v).chars().count() as u64
+            );
+            for k in [0, 7, 3_000, 1_000_000] {
+                assert_eq!(
+                    soft_marker_chars(v, k),
+                    soft_marker(v, k).chars().count() as u64
+                );
+            }
         }
     }
 }
