@@ -298,10 +298,13 @@ fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
                         match ib.kind.as_deref() {
                             Some("text") => {
                                 if let Some(t) = ib.text.0 {
-                                    if !text.is_empty() {
+                                    // Most results are one text block: take it, copy nothing.
+                                    if text.is_empty() {
+                                        text = t;
+                                    } else {
                                         text.push('\n');
+                                        text.push_str(&t);
                                     }
-                                    text.push_str(&t);
                                 }
                             }
                             Some("image" | "document") => images.push(image_part(ib.source)),
