@@ -17,6 +17,8 @@ const COMMANDS: &[&str] = &[
     "context_at",
     "replay",
     "cancel",
+    "follow",
+    "unfollow",
     "tune",
     "explain",
     "save_profile",

@@ -4,12 +4,13 @@
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::view::*;
+use ctxlab::formats::follow::Follower;
 use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
 use ctxlab::tokens::{self, DEFAULT_COUNTER};
 use ctxlab::tune;
 use ctxlab::Error;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -306,6 +307,85 @@ pub fn save_profile(
 ) -> AppResult<()> {
     state.registry.require(&strategy)?;
     state.save_profile(&strategy, &name, &params, &note)
+}
+
+/// How often a followed log is looked at.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Follows the log of open session `key` while it is written: a thread polls it
+/// (`ctxlab::formats::follow::Follower`) every 500 ms, keeps the grown session open and sends the
+/// new and changed calls on the channel, until `unfollow`, `close_session` or the window goes.
+#[tauri::command]
+pub async fn follow<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    key: u32,
+    on_update: Channel<LiveUpdate>,
+) -> AppResult<()> {
+    use tauri::Manager;
+    let (held, _) = app.state::<AppState>().get(key)?;
+    let path = PathBuf::from(held.source.files.first().cloned().unwrap_or_default());
+    let format = held.source.format.clone();
+    let mut follower = blocking(move || Ok(Follower::open_as(&path, &format)?)).await?;
+    let Some(stop) = app.state::<AppState>().start_follow(key) else {
+        return Ok(()); // followed already
+    };
+    let models = replay::ModelTable::builtin();
+    // What the log gained between opening it and now.
+    if follower.session().calls.len() != held.calls.len() {
+        let from = held.calls.len().min(follower.session().calls.len());
+        app.state::<AppState>()
+            .replace(key, follower.session().clone());
+        let _ = on_update.send(LiveUpdate::of(follower.session(), from, &models));
+    }
+    std::thread::spawn(move || {
+        let state = app.state::<AppState>();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(FOLLOW_EVERY);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let update = match follower.poll() {
+                Ok(None) => continue,
+                Ok(Some(u)) => {
+                    let s = follower.session();
+                    let from = if u.reloaded.is_some() || u.calls_reordered {
+                        0
+                    } else {
+                        u.calls
+                            .iter()
+                            .chain(&u.changed_calls)
+                            .copied()
+                            .min()
+                            .unwrap_or(s.calls.len())
+                    };
+                    state.replace(key, s.clone());
+                    LiveUpdate {
+                        reloaded: u.reloaded,
+                        bytes: u.bytes,
+                        ..LiveUpdate::of(s, from, &models)
+                    }
+                }
+                Err(e) => LiveUpdate {
+                    from_call: follower.session().calls.len(),
+                    total_calls: follower.session().calls.len(),
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                },
+            };
+            if on_update.send(update).is_err() {
+                break; // the window is gone
+            }
+        }
+        state.unfollow(key);
+        state.refresh_stored(key);
+    });
+    Ok(())
+}
+
+/// Stops following session `key`; true when it was followed.
+#[tauri::command]
+pub fn unfollow(state: State<'_, AppState>, key: u32) -> bool {
+    state.unfollow(key)
 }
 
 #[tauri::command]

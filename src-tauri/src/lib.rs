@@ -29,6 +29,8 @@ pub fn setup<R: tauri::Runtime>(base: tauri::Builder<R>, state: AppState) -> tau
             commands::context_at,
             commands::replay,
             commands::cancel,
+            commands::follow,
+            commands::unfollow,
             commands::tune,
             commands::explain,
             commands::save_profile,

@@ -31,6 +31,8 @@ pub struct AppState {
     failed: Mutex<Vec<AppError>>,
     next_key: AtomicU32,
     jobs: Mutex<HashMap<u32, Arc<AtomicBool>>>,
+    /// The stop flags of the sessions being followed, by session key.
+    follows: Mutex<HashMap<u32, Arc<AtomicBool>>>,
 }
 
 /// A poisoned lock only means another command panicked mid-update of a map of handles; the map
@@ -61,6 +63,7 @@ impl AppState {
             failed: Mutex::new(failed),
             next_key: AtomicU32::new(1),
             jobs: Mutex::new(HashMap::new()),
+            follows: Mutex::new(HashMap::new()),
         }
     }
 
@@ -179,7 +182,59 @@ impl AppState {
     }
 
     pub fn close(&self, key: u32) -> bool {
+        self.unfollow(key);
         lock(&self.sessions).remove(&key).is_some()
+    }
+
+    /// Starts following `key` and returns its stop flag; `None` when it is followed already.
+    pub fn start_follow(&self, key: u32) -> Option<Arc<AtomicBool>> {
+        let mut f = lock(&self.follows);
+        if f.contains_key(&key) {
+            return None;
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        f.insert(key, flag.clone());
+        Some(flag)
+    }
+
+    /// True when `key` was being followed.
+    pub fn unfollow(&self, key: u32) -> bool {
+        match lock(&self.follows).remove(&key) {
+            Some(f) => {
+                f.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The open session `key` grew: it is what the follower read now. Nothing happens when the
+    /// session was closed meanwhile.
+    pub fn replace(&self, key: u32, s: Session) {
+        let Some(report_counter) = lock(&self.sessions)
+            .get(&key)
+            .map(|o| o.report.counter.clone())
+        else {
+            return;
+        };
+        let Ok(counter) = tokens::counter(&report_counter) else {
+            return;
+        };
+        let report = summarize(&s, counter.as_ref());
+        if let Some(o) = lock(&self.sessions).get_mut(&key) {
+            o.session = Arc::new(s);
+            o.report = Arc::new(report);
+        }
+    }
+
+    /// Records the session `key` holds now in the library (its log grew while it was followed).
+    pub fn refresh_stored(&self, key: u32) {
+        let session = lock(&self.sessions).get(&key).map(|o| o.session.clone());
+        if let Some(s) = session {
+            if let Err(e) = self.record(&s) {
+                lock(&self.failed).push(e);
+            }
+        }
     }
 
     pub fn get(&self, key: u32) -> AppResult<(Arc<Session>, Arc<SessionReport>)> {

@@ -171,6 +171,44 @@ pub struct CallColumns {
     pub estimate: Vec<Option<u64>>,
 }
 
+/// What a poll of a followed log found, sent on the follow channel.
+#[derive(Debug, Clone, Default, Serialize, TS)]
+pub struct LiveUpdate {
+    /// `calls` replaces what the UI holds from this call on; earlier calls are as they were.
+    pub from_call: usize,
+    /// The calls from `from_call` to the end. The estimate is left empty: it needs the whole
+    /// session counted again (open the log again for it).
+    pub calls: CallColumns,
+    pub total_calls: usize,
+    /// Set when the file was truncated or replaced and read again from the start.
+    pub reloaded: Option<String>,
+    /// Why reading the log failed; following goes on at the next poll.
+    pub error: Option<String>,
+    /// Bytes read by this poll.
+    pub bytes: u64,
+}
+
+impl LiveUpdate {
+    /// Calls `from..` of `s` as the live chart needs them (`ctxlab::formats::follow::call_row`).
+    pub fn of(s: &Session, from: usize, models: &ctxlab::replay::ModelTable) -> LiveUpdate {
+        let mut calls = CallColumns::default();
+        for i in from..s.calls.len() {
+            let row = ctxlab::formats::follow::call_row(s, i, models);
+            calls.agent.push(row.agent);
+            calls.timestamp.push(row.timestamp);
+            calls.recorded_context.push(row.context);
+            calls.recorded_output.push(row.usage.map(|u| u.output));
+            calls.estimate.push(None);
+        }
+        LiveUpdate {
+            from_call: from,
+            calls,
+            total_calls: s.calls.len(),
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct Fidelity {
     pub counter: String,

@@ -49,6 +49,7 @@ fn committed_bindings_match_the_rust_types() {
     export::<ReplayRequest>(&cfg);
     export::<Progress>(&cfg);
     export::<RunView>(&cfg);
+    export::<LiveUpdate>(&cfg);
     export::<TuneRequest>(&cfg);
     export::<TuneProgress>(&cfg);
     export::<TuneView>(&cfg);

@@ -534,3 +534,78 @@ fn tunes_a_grid_explains_a_point_and_saves_a_profile() {
         "{e}"
     );
 }
+
+/// A log still being written: following it picks up the calls appended since, without the UI
+/// opening it again, and the open session grows with them; unfollow stops it; a format written
+/// as one document is refused with the reason.
+#[test]
+fn follows_a_log_while_it_is_written() {
+    let a = app();
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.jsonl");
+    let full = std::fs::read_to_string(real_log(FOREST)).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    let half = lines.len() / 2;
+    std::fs::write(&live, lines[..half].join("\n") + "\n").unwrap();
+    let r = a.ok("open_path", json!({ "path": live.display().to_string() }));
+    let key = r["sessions"][0]["key"].as_u64().unwrap();
+    let before = r["sessions"][0]["calls"].as_u64().unwrap();
+    let whole = a.ok("open_path", json!({ "path": real_log(FOREST) }))["sessions"][0]["calls"]
+        .as_u64()
+        .unwrap();
+    assert!(before < whole, "{before} of {whole} calls written so far");
+
+    a.ok("follow", json!({ "key": key, "onUpdate": "__CHANNEL__:9" }));
+    // Written in two pieces, the second one ending mid-line, as an agent writes.
+    let rest = lines[half..].join("\n") + "\n";
+    let cut = rest.len() / 2;
+    let cut = (cut..rest.len())
+        .find(|i| rest.is_char_boundary(*i))
+        .unwrap();
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&live)
+        .unwrap();
+    f.write_all(rest[..cut].as_bytes()).unwrap();
+    f.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    f.write_all(rest[cut..].as_bytes()).unwrap();
+    f.flush().unwrap();
+    let calls = || {
+        a.ok("session_detail", json!({ "key": key }))["summary"]["calls"]
+            .as_u64()
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while calls() != whole {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the followed session has {} calls, the log {whole}",
+            calls()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(a.ok("unfollow", json!({ "key": key })), json!(true));
+    assert_eq!(a.ok("unfollow", json!({ "key": key })), json!(false));
+
+    let openai = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../samples/openai/helpdesk-two-agents.json"
+    );
+    let r = a.ok("open_path", json!({ "path": openai }));
+    let e = a
+        .invoke(
+            "follow",
+            json!({ "key": r["sessions"][0]["key"], "onUpdate": "__CHANNEL__:10" }),
+        )
+        .expect_err("one JSON document cannot be followed");
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("following is not supported"),
+        "{e}"
+    );
+}
