@@ -52,6 +52,14 @@ pub fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     best.expect("at least one run")
 }
 
+/// CPU time the calling thread has run so far, in seconds (Linux schedstat), or `None` where the
+/// kernel does not say: on the shared machine, wall time also counts other processes.
+pub fn thread_cpu() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 pub fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
