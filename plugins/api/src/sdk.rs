@@ -101,6 +101,15 @@ impl<'a> Msg<'a> {
     pub fn text(&self) -> &'a str {
         unsafe { self.0.text.as_str() }
     }
+    /// Bytes of the flattened text as the host passed it, without reading the text (`text()`
+    /// checks its UTF-8 at every use): for strategies that only need its length.
+    pub fn text_len(&self) -> usize {
+        if self.0.text.ptr.is_null() {
+            0
+        } else {
+            self.0.text.len
+        }
+    }
     pub fn tools(&self) -> impl Iterator<Item = Tool<'a>> + 'a {
         let s: &'a [ToolView] = if self.0.tools.is_null() || self.0.tools_len == 0 {
             &[]
