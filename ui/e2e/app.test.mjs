@@ -7,7 +7,7 @@
 // Each step saves a screenshot; DOCS_SHOT=path also saves the compare view there.
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -174,5 +174,24 @@ describe("ctxlab app", () => {
     assert.match(msg, /broken\.jsonl/);
     assert.match(msg, /not a session log ctxlab can read/);
     await shot("06-broken-file");
+  });
+
+  it("follows a log while it is written: new calls appear on the chart", async () => {
+    const lines = readFileSync(FOREST, "utf8").split("\n").filter((l) => l.length);
+    const live = join(work, "live.jsonl");
+    const half = Math.floor(lines.length / 2);
+    writeFileSync(live, lines.slice(0, half).join("\n") + "\n");
+    await openPath(live);
+    await wd.until("the live log open", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("live.jsonl"));
+    await tab("session");
+    await wd.until("its chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > 0);
+    const before = Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points"));
+    await wd.press('[data-testid="follow-toggle"]');
+    await wd.waitFor('[data-testid="live"]');
+    appendFileSync(live, lines.slice(half).join("\n") + "\n");
+    await wd.until("the appended calls on the chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > before, 30_000);
+    assert.match(await wd.text(await wd.find('[data-testid="live"]')), /live · \+\d+ calls/);
+    await shot("07-live");
+    await wd.press('[data-testid="follow-toggle"]');
   });
 });

@@ -14,6 +14,7 @@ import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { RunView } from "./bindings/RunView";
 import type { SessionDetail } from "./bindings/SessionDetail";
 import type { CompactionPointView } from "./bindings/CompactionPointView";
+import type { LiveUpdate } from "./bindings/LiveUpdate";
 import type { TuneProgress } from "./bindings/TuneProgress";
 import type { TuneRequest } from "./bindings/TuneRequest";
 import type { TuneView } from "./bindings/TuneView";
@@ -61,6 +62,12 @@ export const api = {
   explain: (key: number, strategy: StrategyRequest, counter: string | null, budget: BudgetRequest, calibrate: boolean) =>
     call<CompactionPointView[]>("explain", { key, strategy, counter, budgetRequest: budget, calibrate }),
   saveProfile: (strategy: string, name: string, params: JsonValue, note: string) => call<null>("save_profile", { strategy, name, params, note }),
+  follow: (key: number, onUpdate: (u: LiveUpdate) => void) => {
+    const channel = new Channel<LiveUpdate>();
+    channel.onmessage = onUpdate;
+    return call<null>("follow", { key, onUpdate: channel });
+  },
+  unfollow: (key: number) => call<boolean>("unfollow", { key }),
   cancel: (job: number) => call<boolean>("cancel", { job }),
   exportConfig: (request: ExportRequest) => call<ExportResult>("export_config", { request }),
 };

@@ -8,13 +8,49 @@ import type { SessionDetail } from "../bindings/SessionDetail";
 import { Chart } from "../chart";
 import { clear, empty, errorBox, esc, h } from "../dom";
 import { fmtBytes, fmtInt, fmtPct } from "../format";
-import { store } from "../store";
+import { applyLive } from "../live";
+import { changed, store } from "../store";
 
 let chart: Chart | null = null;
 let contextCall: number | null = null;
 let context: ContextView | null = null;
 let contextError: string | null = null;
 let contextFor: number | null = null;
+/** Sessions whose log is followed now, with the calls gained since following started. */
+const following = new Map<number, number>();
+let followError: string | null = null;
+
+async function toggleFollow(key: number) {
+  followError = null;
+  if (following.has(key)) {
+    following.delete(key);
+    await api.unfollow(key);
+    store.status = "Stopped following the log";
+    changed();
+    return;
+  }
+  following.set(key, 0);
+  changed();
+  try {
+    await api.follow(key, (u) => {
+      if (!following.has(key)) return;
+      const d = store.detail;
+      if (u.error !== null) store.status = `Following: ${u.error}`;
+      else if (d && d.summary.key === key) {
+        const added = applyLive(d.calls, u);
+        d.summary.calls = u.total_calls;
+        following.set(key, (following.get(key) ?? 0) + added);
+        store.status = u.reloaded ?? `Following: ${fmtInt(u.total_calls)} calls (${added >= 0 ? "+" : ""}${fmtInt(added)})`;
+      }
+      changed();
+    });
+    store.status = "Following the log: new calls appear as they are written";
+  } catch (e) {
+    following.delete(key);
+    followError = (e as { message: string }).message;
+  }
+  changed();
+}
 
 export function agentTree(agents: AgentView[]): { agent: AgentView; depth: number }[] {
   const out: { agent: AgentView; depth: number }[] = [];
@@ -124,10 +160,21 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
     h(
       "div.session-head",
       {},
-      h("h2", {}, s.title ?? s.id),
+      h(
+        "div.toolbar",
+        {},
+        h("h2", {}, s.title ?? s.id),
+        h(
+          "button",
+          { onclick: () => void toggleFollow(s.key), testid: "follow-toggle", title: "Follow the log while an agent writes it: new calls appear on the chart as they are appended" },
+          following.has(s.key) ? "■ Stop following" : "▶ Follow",
+        ),
+        following.has(s.key) ? h("span.badge.ok", { testid: "live" }, `● live · +${fmtInt(following.get(s.key) ?? 0)} calls`) : null,
+      ),
       h("div.muted", {}, `${s.format} · ${s.path} · ${fmtBytes(s.bytes)} · ${fmtInt(s.calls)} calls · ${fmtInt(s.agents)} agent${s.agents === 1 ? "" : "s"} · ${s.model ?? "model unknown"}`),
       fidelity,
     ),
+    followError ? errorBox(followError, "follow") : null,
     s.warning_count ? h("details.warnings", {}, h("summary", {}, `${fmtInt(s.warning_count)} line${s.warning_count === 1 ? "" : "s"} could not be read`), s.warnings.map((w) => h("div.small", {}, `${w.file}:${w.line}: ${w.message}`))) : null,
     h("h3", {}, "Agents"),
     agents,
