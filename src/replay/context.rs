@@ -148,7 +148,13 @@ impl Context {
         self.pinned[e] - self.pinned[s]
     }
 
+    /// Brings the tool-pair index up to date; `splits_pair` needs it first.
+    pub(crate) fn settle(&mut self) {
+        self.pairs.settle();
+    }
+
     /// True when removing or replacing `[s, e)` would separate a tool call from its result.
+    /// The context must be settled.
     pub(crate) fn splits_pair(&self, s: usize, e: usize) -> bool {
         let (lo, hi) = self.pairs.query(s, e);
         lo < self.entries[s].key || hi > self.entries[e - 1].key
@@ -636,7 +642,9 @@ fn remove_sorted(map: &mut FxHashMap<FactId, Vec<u64>>, f: FactId, key: u64) {
 }
 
 /// Min of `lo` and max of `hi` over position ranges (an iterative segment tree that grows by
-/// doubling), for the tool-pair check of a range in O(log n).
+/// doubling), for the tool-pair check of a range in O(log n). Writes go to the leaves only and
+/// mark them; `settle` brings their ancestors up to date before a query. Only decisions that drop
+/// or summarize query, so a call that appends messages pays no tree walk.
 #[derive(Default)]
 struct SpanTree {
     /// Leaves: `size..2*size`; `size` is a power of two (0 when empty).
@@ -644,24 +652,27 @@ struct SpanTree {
     len: usize,
     lo: Vec<u64>,
     hi: Vec<u64>,
+    /// Leaves `[a, b)` whose ancestors are stale.
+    stale: Option<(usize, usize)>,
 }
 
 impl SpanTree {
+    fn mark(&mut self, a: usize, b: usize) {
+        self.stale = Some(match self.stale {
+            Some((x, y)) => (x.min(a), y.max(b)),
+            None => (a, b),
+        });
+    }
+
     fn push(&mut self, lo: u64, hi: u64) {
         if self.len == self.size {
-            let leaves: Vec<(u64, u64)> = (0..self.len)
-                .map(|i| (self.lo[self.size + i], self.hi[self.size + i]))
-                .collect();
-            self.size = (self.size * 2).max(64);
-            self.lo = vec![u64::MAX; 2 * self.size];
-            self.hi = vec![0; 2 * self.size];
-            for (i, (l, h)) in leaves.into_iter().enumerate() {
-                self.lo[self.size + i] = l;
-                self.hi[self.size + i] = h;
-            }
-            for i in (1..self.size).rev() {
-                self.pull(i);
-            }
+            let size = (self.size * 2).max(64);
+            let mut l = vec![u64::MAX; 2 * size];
+            let mut h = vec![0; 2 * size];
+            l[size..size + self.len].copy_from_slice(&self.lo[self.size..self.size + self.len]);
+            h[size..size + self.len].copy_from_slice(&self.hi[self.size..self.size + self.len]);
+            (self.size, self.lo, self.hi) = (size, l, h);
+            self.mark(0, self.len);
         }
         let i = self.len;
         self.len += 1;
@@ -674,16 +685,12 @@ impl SpanTree {
     }
 
     fn set(&mut self, i: usize, lo: u64, hi: u64) {
-        let mut j = self.size + i;
-        self.lo[j] = lo;
-        self.hi[j] = hi;
-        while j > 1 {
-            j /= 2;
-            self.pull(j);
-        }
+        self.lo[self.size + i] = lo;
+        self.hi[self.size + i] = hi;
+        self.mark(i, i + 1);
     }
 
-    /// Leaves `p..n` from `leaf`, the rest cleared; only the ancestors of changed leaves recomputed.
+    /// Leaves `p..n` from `leaf`, the rest cleared.
     fn rebuild_from(&mut self, p: usize, n: usize, leaf: impl Fn(usize) -> (u64, u64)) {
         if n > self.size {
             // Cannot happen (edits never grow the context by more than they remove), but stay total.
@@ -701,15 +708,23 @@ impl SpanTree {
             self.hi[self.size + i] = h;
         }
         self.len = n;
-        let (mut a, mut b) = (
-            (self.size + p) / 2,
-            (self.size + old.max(n).max(p + 1) - 1) / 2,
-        );
-        while a >= 1 {
+        self.mark(p, old.max(n).max(p + 1));
+    }
+
+    /// Recomputes the ancestors of the marked leaves, level by level.
+    fn settle(&mut self) {
+        let Some((a, b)) = self.stale.take() else {
+            return;
+        };
+        if self.size == 0 || a >= b {
+            return;
+        }
+        let (mut a, mut b) = ((self.size + a) / 2, (self.size + b - 1) / 2);
+        loop {
             for i in a..=b {
                 self.pull(i);
             }
-            if a == 1 {
+            if a <= 1 {
                 break;
             }
             a /= 2;
@@ -718,6 +733,7 @@ impl SpanTree {
     }
 
     fn query(&self, s: usize, e: usize) -> (u64, u64) {
+        debug_assert!(self.stale.is_none(), "query of an unsettled span tree");
         let (mut lo, mut hi) = (u64::MAX, 0);
         let (mut l, mut r) = (s + self.size, e + self.size);
         while l < r {
@@ -749,14 +765,70 @@ mod tests {
         for &(l, h) in &leaves {
             t.push(l, h);
         }
+        t.settle();
         assert_eq!(t.query(10, 20), (20, 39));
         t.set(15, 3, 500);
+        t.settle();
         assert_eq!(t.query(10, 20), (3, 500));
         assert_eq!(t.query(16, 20), (32, 39));
         // Shrink to 100 leaves, the rest rebuilt from position 50.
         t.rebuild_from(50, 100, |i| (i as u64, i as u64));
+        t.settle();
         assert_eq!(t.query(50, 100), (50, 99));
         assert_eq!(t.query(0, 100).0, 0);
         assert_eq!(t.query(40, 60), (50, 99));
+    }
+
+    /// The lazily settled tree answers every range like a scan of the leaves would, whatever
+    /// mix of pushes, leaf updates and partial rebuilds (growing and shrinking) came before.
+    #[test]
+    fn span_tree_equals_a_scan_after_random_edits() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        let mut t = SpanTree::default();
+        let mut naive: Vec<(u64, u64)> = Vec::new();
+        for round in 0..3_000 {
+            match next(4) {
+                0 | 1 => {
+                    let v = (next(1_000), next(1_000));
+                    t.push(v.0, v.1);
+                    naive.push(v);
+                }
+                2 if !naive.is_empty() => {
+                    let i = next(naive.len() as u64) as usize;
+                    let v = (next(1_000), next(1_000));
+                    t.set(i, v.0, v.1);
+                    naive[i] = v;
+                }
+                _ if !naive.is_empty() => {
+                    let p = next(naive.len() as u64) as usize;
+                    let n = (p + next(3) as usize).min(naive.len());
+                    let fresh: Vec<(u64, u64)> =
+                        (0..n).map(|_| (next(1_000), next(1_000))).collect();
+                    t.rebuild_from(p, n, |i| fresh[i]);
+                    naive.truncate(n);
+                    for (i, slot) in naive.iter_mut().enumerate().skip(p) {
+                        *slot = fresh[i];
+                    }
+                }
+                _ => {}
+            }
+            if round % 7 == 0 && !naive.is_empty() {
+                t.settle();
+                for _ in 0..5 {
+                    let s = next(naive.len() as u64) as usize;
+                    let e = s + 1 + next((naive.len() - s) as u64) as usize;
+                    let want = naive[s..e]
+                        .iter()
+                        .fold((u64::MAX, 0), |(l, h), v| (l.min(v.0), h.max(v.1)));
+                    assert_eq!(t.query(s, e), want, "round {round}, range {s}..{e}");
+                }
+            }
+        }
     }
 }

@@ -216,6 +216,9 @@ impl<'s, 'o> Engine<'s, 'o> {
                         .map_err(|e| self.fail(ci, e.to_string()))?
                 }
             };
+            if !decision.ops.is_empty() {
+                self.contexts[a].settle();
+            }
             let ctx = &self.contexts[a];
             let (plan, decision) =
                 validate::check(decision, ctx, self.opts.counter, &self.opts.summarizer)

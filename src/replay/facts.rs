@@ -48,13 +48,39 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// Characters that may appear inside a path, URL or qualified identifier token.
-fn is_token(b: u8) -> bool {
-    is_word(b)
-        || matches!(
-            b,
-            b'/' | b'.' | b'-' | b':' | b'~' | b'%' | b'?' | b'=' | b'&' | b'#' | b'+' | b'@'
-        )
+/// Bytes that may appear inside a path, URL or qualified identifier token.
+const TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'/'
+                    | b'.'
+                    | b'-'
+                    | b':'
+                    | b'~'
+                    | b'%'
+                    | b'?'
+                    | b'='
+                    | b'&'
+                    | b'#'
+                    | b'+'
+                    | b'@'
+            );
+        c += 1;
+    }
+    t
+};
+
+/// Punctuation that ends a sentence or a query string rather than a token.
+fn is_trailing(b: u8) -> bool {
+    matches!(
+        b,
+        b'.' | b':' | b'?' | b'=' | b'&' | b'#' | b'-' | b'+' | b'@'
+    )
 }
 
 /// Calls `emit` for every fact in `text` (possibly repeated).
@@ -74,17 +100,21 @@ pub(crate) fn scan(text: &str, mut emit: impl FnMut(&str)) {
             i += 1;
             continue;
         }
-        if !is_token(c) {
+        if !TOKEN[c as usize] {
             i += 1;
             continue;
         }
         let start = i;
-        while i < n && is_token(b[i]) {
+        while i < n && TOKEN[b[i] as usize] {
             i += 1;
         }
-        let tok = text[start..i].trim_end_matches(['.', ':', '?', '=', '&', '#', '-', '+', '@']);
-        if !tok.is_empty() {
-            classify(tok, &mut emit);
+        let mut end = i;
+        while end > start && is_trailing(b[end - 1]) {
+            end -= 1;
+        }
+        if end > start {
+            // Token bytes are ASCII, so any byte range of the token is a str.
+            classify(&text[start..end], &mut emit);
         }
     }
 }
@@ -112,60 +142,89 @@ fn is_name(s: &str) -> bool {
         && !s.ends_with(' ')
 }
 
+/// Emits the facts of one token (ASCII, from `scan`): the whole token when it is a URL, a path
+/// or a qualified name, else its identifiers, numbers and error codes. One pass over the token
+/// gathers what the tests need, one more splits it into words.
 fn classify(tok: &str, emit: &mut impl FnMut(&str)) {
     let b = tok.as_bytes();
-    if tok.starts_with("http://") || tok.starts_with("https://") {
+    if b.starts_with(b"http://") || b.starts_with(b"https://") {
         emit(tok);
         return;
     }
-    let letters = b.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    let (mut letters, mut slash, mut path_sep) = (0usize, false, false);
+    let mut last_dot = None;
+    let mut first_non_digit = b.len();
+    for (k, &c) in b.iter().enumerate() {
+        letters += c.is_ascii_alphabetic() as usize;
+        slash |= c == b'/';
+        path_sep |= c == b':' && k > 0 && b[k - 1] == b':';
+        if c == b'.' {
+            last_dot = Some(k);
+        }
+        if !c.is_ascii_digit() && first_non_digit == b.len() {
+            first_non_digit = k;
+        }
+    }
     // Paths: a slash between name characters, or a name with a short extension (main.rs).
-    if letters > 0 && (tok.contains('/') && tok.len() > 2 || has_extension(tok)) {
+    if letters > 0 && (slash && b.len() > 2 || has_extension(b, last_dot, first_non_digit)) {
         emit(tok);
         return;
     }
-    if tok.contains("::") && letters > 0 {
+    if path_sep && letters > 0 {
         emit(tok);
         return;
     }
     // What remains is split into words: identifiers, numbers, error codes.
-    for w in tok.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-        let wb = w.as_bytes();
-        if wb.is_empty() {
+    let mut start = 0;
+    while start < b.len() {
+        if !is_word(b[start]) {
+            start += 1;
             continue;
         }
-        let wl = wb.iter().filter(|c| c.is_ascii_alphabetic()).count();
-        let wd = wb.iter().filter(|c| c.is_ascii_digit()).count();
+        let (mut wl, mut wd, mut upper, mut lower, mut under, mut camel) =
+            (0usize, 0usize, false, false, false, false);
+        let mut prev_lower = false;
+        let mut k = start;
+        while k < b.len() && is_word(b[k]) {
+            let c = b[k];
+            let (l, u) = (c.is_ascii_lowercase(), c.is_ascii_uppercase());
+            wl += (l || u) as usize;
+            wd += c.is_ascii_digit() as usize;
+            upper |= u;
+            lower |= l;
+            under |= c == b'_';
+            camel |= prev_lower && u;
+            prev_lower = l;
+            k += 1;
+        }
+        let w = &tok[start..k];
+        let len = k - start;
+        start = k;
         if wl == 0 {
             if wd >= 3 {
                 emit(w);
             }
             continue;
         }
-        let upper = wb.iter().any(|c| c.is_ascii_uppercase());
-        let lower = wb.iter().any(|c| c.is_ascii_lowercase());
-        let snake = w.contains('_') && w.len() >= 3;
-        let camel = wb
-            .windows(2)
-            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
-        let error_code = !lower && upper && wd >= 2 && w.len() >= 3; // E0308, TS2345, HTTP404
-        let errno = !lower && w.len() >= 5 && w.len() <= 12 && wb[0] == b'E' && wd == 0; // ENOENT
+        let snake = under && len >= 3;
+        let error_code = !lower && upper && wd >= 2 && len >= 3; // E0308, TS2345, HTTP404
+        let errno = !lower && (5..=12).contains(&len) && b[k - len] == b'E' && wd == 0; // ENOENT
         if snake || camel || error_code || errno || (wd >= 3 && wl > 0) {
             emit(w);
         }
     }
 }
 
-fn has_extension(tok: &str) -> bool {
-    match tok.rfind('.') {
-        Some(dot) if dot > 0 && dot + 1 < tok.len() => {
-            let ext = &tok[dot + 1..];
-            let stem = &tok[..dot];
+/// `tok` (ASCII) ends in a short extension after a name: `main.rs`, not `1.5` or `v1.`.
+fn has_extension(b: &[u8], last_dot: Option<usize>, first_non_digit: usize) -> bool {
+    match last_dot {
+        Some(dot) if dot > 0 && dot + 1 < b.len() => {
+            let ext = &b[dot + 1..];
             ext.len() <= 5
-                && ext.bytes().all(|c| c.is_ascii_alphanumeric())
-                && ext.bytes().any(|c| c.is_ascii_alphabetic())
-                && stem.bytes().last().is_some_and(is_word)
-                && !stem.bytes().all(|c| c.is_ascii_digit())
+                && ext.iter().all(|c| c.is_ascii_alphanumeric())
+                && ext.iter().any(|c| c.is_ascii_alphabetic())
+                && is_word(b[dot - 1])
+                && first_non_digit < dot
         }
         _ => false,
     }
