@@ -45,7 +45,7 @@ pub fn image_tokens(images: u64, bytes: u64) -> u64 {
 }
 
 pub fn msg_tokens(m: &Msg<'_>) -> u64 {
-    message_tokens(m, m.text().len())
+    message_tokens(m, m.text_len())
 }
 
 /// A synthetic user message phi-core inserts (`[Summary] …`, `[Context compacted: …]`).

@@ -32,6 +32,7 @@ struct PhiCore {
 #[derive(Default)]
 struct AgentState {
     estimate: Running,
+    short: tiers::ShortResults,
     tracker: Tracker,
     clock_note_given: bool,
 }
@@ -150,7 +151,7 @@ impl Strategy for PhiCore {
         }
         out.event(EventKind::Note, "CompactionStarted", started);
 
-        let outcome = tiers::compact(call, &settings, estimated);
+        let outcome = tiers::compact(call, &settings, estimated, &mut state.short);
         for step in &outcome.steps {
             let (kind, verb) = if step.changed {
                 (EventKind::Compaction, "")

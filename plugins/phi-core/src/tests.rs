@@ -223,6 +223,30 @@ fn level2_stays_within_the_hosts_op_limit_and_defers_the_newer_old_turns() {
 }
 
 #[test]
+fn level1_decides_the_same_with_results_remembered_from_earlier_calls() {
+    // Call 1 has only short results (remembered as short); call 2 adds long ones. An instance that
+    // saw call 1 must cut exactly what a fresh one cuts.
+    let mut msgs = turns(30, &lines(5));
+    let first = TestCall::new(msgs.clone());
+    for i in 0..6 {
+        let id = format!("long{i}");
+        msgs.push(TestMsg::tool_call(&id, "bash", "{}"));
+        msgs.push(TestMsg::tool_result(&id, "bash", &lines(400 + i)));
+    }
+    let second = TestCall::new(msgs);
+    let mut warm = small(json!({}));
+    let d1 = first.decide(warm.as_mut()).unwrap();
+    assert!(codes(&d1).contains(&"level1_truncate_tool_outputs"));
+    let d2 = second.decide(warm.as_mut()).unwrap();
+    let fresh = second.decide(small(json!({})).as_mut()).unwrap();
+    assert_eq!(format!("{:?}", d2.ops), format!("{:?}", fresh.ops));
+    assert!(d2
+        .ops
+        .iter()
+        .any(|op| matches!(op.kind, OpKind::Truncate { .. })));
+}
+
+#[test]
 fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
     // 40 messages: keep_recent 10 → boundary 30, which is a tool result whose call is at 29.
     let mut msgs = turns(19, &"x".repeat(200));

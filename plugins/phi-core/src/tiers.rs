@@ -6,6 +6,7 @@
 use crate::estimate::{is_tool_result, message_tokens, msg_tokens, user_text_tokens};
 use ctxlab_plugin_api::pairs::Cuts;
 use ctxlab_plugin_api::{Call, Role};
+use std::collections::HashSet;
 
 /// The host refuses decisions of more than 256 ops; a few are kept for drops around summaries.
 const MAX_TRUNCATIONS: usize = 240;
@@ -114,8 +115,23 @@ pub fn head_tail(text: &str, max_lines: usize) -> Option<(Trunc, usize)> {
     ))
 }
 
+/// Tool results known to have no more lines than level 1 keeps, by (id, text bytes): phi-core
+/// compacts at every call while it is over its budget, and splitting every result of the window
+/// into lines each time is most of what level 1 costs. An edit changes the length, so the key.
+#[derive(Default)]
+pub struct ShortResults(HashSet<(u64, usize)>);
+
+impl ShortResults {
+    fn forget_old(&mut self, len: usize) {
+        // Ids of messages compacted away are never asked again: drop them all now and then.
+        if self.0.len() > 4 * len + 1024 {
+            self.0.clear();
+        }
+    }
+}
+
 /// Runs the tiers on the call's view. `before` is phi-core's estimate of the messages.
-pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
+pub fn compact(call: &Call<'_>, s: &Settings, before: u64, short: &mut ShortResults) -> Outcome {
     let mut steps = Vec::new();
     let mut deferred = 0;
 
@@ -131,15 +147,22 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64) -> Outcome {
         })
         .collect();
     let mut cut: Vec<(usize, Trunc, u64)> = Vec::new();
+    short.forget_old(call.len());
     for (i, m) in call.messages().enumerate() {
         if !is_tool_result(&m) {
             continue;
         }
-        if let Some((t, bytes)) = head_tail(m.text(), s.tool_output_max_lines) {
-            let est = message_tokens(&m, bytes);
-            if est < items[i].est {
-                cut.push((i, t, est));
-            }
+        let key = (m.id(), m.text_len());
+        if short.0.contains(&key) {
+            continue;
+        }
+        let Some((t, bytes)) = head_tail(m.text(), s.tool_output_max_lines) else {
+            short.0.insert(key);
+            continue;
+        };
+        let est = message_tokens(&m, bytes);
+        if est < items[i].est {
+            cut.push((i, t, est));
         }
     }
     if cut.len() > MAX_TRUNCATIONS {
