@@ -53,6 +53,12 @@ fn est(cache: &mut HashMap<(u64, u64), u64>, m: Msg<'_>) -> u64 {
         .or_insert_with(|| msg_tokens(&m))
 }
 
+/// Whether micro_compact already cleared this result. The length is compared first: reading the
+/// text checks its UTF-8, and this runs over every result of the view after a compaction.
+fn is_cleared(m: Msg<'_>, cleared: &str) -> bool {
+    m.text_len() == cleared.len() && m.text() == cleared
+}
+
 fn is_plain_system(m: Msg<'_>) -> bool {
     m.role() == Role::System && !m.is_summary()
 }
@@ -134,7 +140,7 @@ impl Strategy for FimOne {
                 if is_plain_system(m) {
                     st.sys += e;
                 }
-                if m.has_tool_results() && m.text() != cleared {
+                if m.has_tool_results() && !is_cleared(m, &cleared) {
                     st.pending.push_back(m.id());
                 }
             }
@@ -204,7 +210,7 @@ impl Strategy for FimOne {
                 {
                     plan.at(p).pin = Some(true);
                 }
-                if m.has_tool_results() && m.text() != cleared {
+                if m.has_tool_results() && !is_cleared(m, &cleared) {
                     st.pending.push_back(m.id());
                 }
             }
