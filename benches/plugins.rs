@@ -221,8 +221,8 @@ fn main() {
             let projected = rows
                 .iter()
                 .rev()
-                .find(|r| r.label == c.label)
-                .map(|r| r.secs.unwrap_or(f64::INFINITY) * n as f64 / r.messages as f64);
+                .find(|r| r.label == c.label && r.secs.is_some())
+                .and_then(|r| r.secs.map(|t| t * n as f64 / r.messages as f64));
             let slow_before = projected.is_some_and(|t| t > SKIP_PROJECTED_SECS);
             let entry = reg
                 .find(c.strategy)
