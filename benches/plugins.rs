@@ -315,7 +315,7 @@ fn markdown(rows: &[Row], configs: &[Config], sizes: &[usize]) -> String {
     for n in sizes {
         s.push_str(&format!(" {} msgs: s (µs/call) |", fmt_tokens(*n as u64)));
     }
-    s.push_str(" 1M: compactions | target |\n|---|---|---:|");
+    s.push_str(" compactions (largest size) | target |\n|---|---|---:|");
     for _ in sizes {
         s.push_str("---:|");
     }
