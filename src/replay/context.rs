@@ -29,8 +29,8 @@ pub(crate) struct Entry {
     partners: Vec<u64>,
 }
 
-/// One agent's context.
-pub(crate) struct Context {
+/// One agent's context, borrowing the session it replays (`'s`).
+pub(crate) struct Context<'s> {
     pub entries: Vec<Entry>,
     pub views: Vec<MessageView>,
     /// `prefix[i]` = tokens of `views[..i]`.
@@ -38,8 +38,8 @@ pub(crate) struct Context {
     /// `pinned[i]` = pinned messages among `views[..i]`.
     pinned: Vec<u32>,
     pairs: SpanTree,
-    /// Tool call id → key of the entry that made the call.
-    tool_calls: FxHashMap<Box<str>, u64>,
+    /// Tool call id (borrowed from the session) → key of the entry that made the call.
+    tool_calls: FxHashMap<&'s str, u64>,
     /// Fact → keys (ascending) of the entries that hold it verbatim.
     pub occurrences: FxHashMap<FactId, Vec<u64>>,
     /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
@@ -112,8 +112,8 @@ pub(crate) fn message_text(m: &Message) -> std::borrow::Cow<'_, str> {
     }
 }
 
-impl Context {
-    pub(crate) fn new() -> Context {
+impl<'s> Context<'s> {
+    pub(crate) fn new() -> Context<'s> {
         Context {
             entries: Vec::new(),
             views: Vec::new(),
@@ -192,7 +192,7 @@ impl Context {
     /// `text` is `message_text` of the message, `facts` its facts.
     pub(crate) fn append(
         &mut self,
-        session: &Session,
+        session: &'s Session,
         idx: MsgIdx,
         id: u64,
         tokens: u64,
@@ -230,7 +230,7 @@ impl Context {
                         is_result: 0,
                         is_error: 0,
                     });
-                    self.tool_calls.insert(id.as_str().into(), key);
+                    self.tool_calls.insert(id.as_str(), key);
                 }
                 Part::ToolResult {
                     call_id,
@@ -333,7 +333,7 @@ impl Context {
     }
 
     /// Name of the tool call `id` of this agent, still in its context.
-    fn call_name<'s>(&self, session: &'s Session, id: &str) -> Option<&'s str> {
+    fn call_name(&self, session: &'s Session, id: &str) -> Option<&'s str> {
         let key = *self.tool_calls.get(id)?;
         let idx = self.entries[self.position(key)?].msg?;
         session.messages[idx].parts.iter().find_map(|p| match p {

@@ -7,7 +7,7 @@
 //! persistent edit rebuilds from its first position only.
 
 use super::context::{message_text, model_role, sdk_role, Context, Replacement};
-use super::facts::{FactId, Facts};
+use super::facts::{FactId, FactSet, Facts};
 use super::feed::{Feed, Step};
 use super::metrics::{cache_split, Compaction, CompactionKind, Sample, Tally};
 use super::pricing::ModelInfo;
@@ -18,7 +18,7 @@ use crate::plugin_host::{Instance, RawDecision};
 use crate::tokens::Fit;
 use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
 use ctxlab_plugin_api::{EventKind, OpKind, Scope};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
@@ -40,7 +40,7 @@ struct AgentState {
     prev_len: usize,
     prev_timestamp: Option<i64>,
     /// Every fact this agent's history ever held.
-    seen: FxHashSet<FactId>,
+    seen: FactSet,
 }
 
 /// What the engine needs of `ReplayOptions`, with the counter borrowed (so that
@@ -77,7 +77,7 @@ pub(crate) struct Engine<'s, 'o> {
     label: String,
     recorded: bool,
     budget: Budget,
-    contexts: Vec<Context>,
+    contexts: Vec<Context<'s>>,
     agents: Vec<AgentState>,
     facts: Facts,
     /// Replies counted before they reach their agent: (tokens, facts), reused on append.
@@ -254,7 +254,9 @@ impl<'s, 'o> Engine<'s, 'o> {
             ),
         };
         let st = &mut self.agents[a];
-        st.seen.extend(facts.iter().copied());
+        for &f in facts.iter() {
+            st.seen.insert(f);
+        }
         st.appended += 1;
         self.next_id += 1;
         self.contexts[a].append(self.session, m, self.next_id, tokens, text, facts);
@@ -384,7 +386,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let seen = &self.agents[a].seen;
         let (mut needed, mut lower, mut upper) = (0, 0, 0);
-        for f in facts.iter().filter(|f| seen.contains(f)) {
+        for f in facts.iter().filter(|&&f| seen.contains(f)) {
             needed += 1;
             let (l, u) = kept_fact(ctx, plan, *f, &self.facts);
             lower += l as u32;
@@ -644,7 +646,7 @@ fn scale(fit: Fit, raw: u64) -> u64 {
 }
 
 /// Whether the call keeps fact `f` verbatim (lower bound) or through a summary (upper bound).
-fn kept_fact(ctx: &Context, plan: &Plan, f: FactId, facts: &Facts) -> (bool, bool) {
+fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts) -> (bool, bool) {
     let removed = |pos: usize| -> Option<&validate::Planned> {
         let k = plan.edits.partition_point(|p| p.op.start <= pos);
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])

@@ -44,6 +44,29 @@ impl Facts {
     }
 }
 
+/// A set of facts: a bitset over their dense ids (one bit per fact of the run, up to the
+/// largest id in the set), so membership costs one load instead of a hash probe.
+#[derive(Default)]
+pub(crate) struct FactSet {
+    words: Vec<u64>,
+}
+
+impl FactSet {
+    pub(crate) fn insert(&mut self, f: FactId) {
+        let w = f as usize / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (f % 64);
+    }
+
+    pub(crate) fn contains(&self, f: FactId) -> bool {
+        self.words
+            .get(f as usize / 64)
+            .is_some_and(|w| w & (1 << (f % 64)) != 0)
+    }
+}
+
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -270,6 +293,18 @@ mod tests {
             "The user didn't say it's 42 or 7. {\"path\": \"x\", \"limit\": 10} Hello World.",
         );
         assert!(f.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn fact_set_holds_exactly_what_was_inserted() {
+        let mut set = FactSet::default();
+        let ids = [0u32, 1, 63, 64, 65, 1000, 4095, 70_000];
+        for &f in &ids {
+            set.insert(f);
+        }
+        for f in 0..70_100 {
+            assert_eq!(set.contains(f), ids.contains(&f), "fact {f}");
+        }
     }
 
     #[test]

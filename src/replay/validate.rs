@@ -88,7 +88,7 @@ pub(crate) fn truncated(text: &str, head: u64, tail: u64, marker: &str) -> Optio
 /// Checks `d` against the agent's context and works out every edit's effect.
 pub(crate) fn check(
     d: RawDecision,
-    ctx: &Context,
+    ctx: &Context<'_>,
     counter: &dyn TokenCounter,
     summarizer: &SummarizerModel,
 ) -> Result<(Plan, RawDecision), String> {
@@ -203,7 +203,7 @@ pub(crate) fn check(
 
 /// New text for the message at `i`, with its tokens: the message's per-message overheads stay,
 /// only the text's share changes.
-fn retext(ctx: &Context, i: usize, text: String, counter: &dyn TokenCounter) -> (String, u64) {
+fn retext(ctx: &Context<'_>, i: usize, text: String, counter: &dyn TokenCounter) -> (String, u64) {
     let old = ctx.views[i].tokens;
     let old_text = counter.count_text(ctx.text(i));
     let tokens = old.saturating_sub(old_text) + counter.count_text(&text);
