@@ -29,6 +29,12 @@ struct AgentState {
     prev_input: u64,
     prev_raw: u64,
     prev_recorded: u64,
+    /// The replayed context has left the log's: a strategy edited it, or the log compacted
+    /// where this replay did not. From then on the log's usage no longer measures what the
+    /// replay sends, so strategies stop receiving it (their calibration would go wrong).
+    left_log: bool,
+    /// The agent's previous call still sent what the log recorded.
+    prev_matched_log: bool,
     cumulative: u64,
     since_compaction: u64,
     /// Messages appended since the previous call, and requests seen at it.
@@ -204,7 +210,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                     }
                     Step::Append(_) => {}
                     Step::Compaction(c) if self.recorded => self.recorded_compaction(ci, a, c),
-                    Step::Compaction(_) => {}
+                    Step::Compaction(_) => self.agents[a].left_log = true,
                 }
             }
             self.steps = steps;
@@ -357,7 +363,11 @@ impl<'s, 'o> Engine<'s, 'o> {
             overhead_tokens: fit.predict(0),
             context_tokens: fit.predict(ctx.total_tokens()),
             prev_input_tokens: st.prev_input,
-            prev_recorded_input_tokens: st.prev_recorded,
+            prev_recorded_input_tokens: if st.prev_matched_log {
+                st.prev_recorded
+            } else {
+                0
+            },
             prev_raw_tokens: st.prev_raw,
             cumulative_input_tokens: st.cumulative,
             new_messages: st.appended,
@@ -546,6 +556,8 @@ impl<'s, 'o> Engine<'s, 'o> {
         st.prev_input = input;
         st.prev_raw = raw;
         st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());
+        st.left_log |= !plan.edits.is_empty();
+        st.prev_matched_log = !st.left_log;
         st.prev_timestamp = call.timestamp.or(st.prev_timestamp);
         st.appended = 0;
         st.requests_at_prev = ctx.requests;

@@ -378,6 +378,91 @@ mod tests {
         assert_eq!(t, vec![Some(118), Some(28)]);
     }
 
+    /// A strategy that only records what the host told it about the log's usage.
+    mod probe {
+        use ctxlab_plugin_api::*;
+        use std::sync::Mutex;
+
+        pub static SEEN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+        pub struct Probe;
+        struct Instance;
+
+        impl Strategy for Instance {
+            fn decide(&mut self, call: &Call<'_>, _: &mut Decision) -> Result<(), String> {
+                SEEN.lock()
+                    .map_err(|e| e.to_string())?
+                    .push(call.prev_recorded_input_tokens());
+                Ok(())
+            }
+            fn export(&self, _: &str) -> Result<String, String> {
+                Ok(String::new())
+            }
+        }
+
+        impl StrategyFactory for Probe {
+            fn info(&self) -> StrategyInfo {
+                StrategyInfo {
+                    id: "test.probe",
+                    title: "probe",
+                    system: "test",
+                    description: "records prev_recorded_input_tokens",
+                    params: Vec::new(),
+                    export_formats: &[],
+                }
+            }
+            fn create(&self, _: Params) -> Result<Box<dyn Strategy>, String> {
+                Ok(Box::new(Instance))
+            }
+            fn import(&self, _: &str, _: &str) -> Result<serde_json::Value, String> {
+                Ok(serde_json::Value::Null)
+            }
+        }
+
+        export_plugin!(name: "probe", version: "0", strategies: [&Probe]);
+    }
+
+    #[test]
+    fn strategies_get_the_logs_usage_only_while_the_replay_sends_what_the_log_recorded() {
+        let mut s = SessionBuilder::new();
+        let a = s.agent("main");
+        let usage = |input| crate::model::Usage {
+            input,
+            ..Default::default()
+        };
+        s.msg(a, Role::User, "q".repeat(400));
+        let c0 = s.call(a);
+        s.msg(a, Role::Assistant, "r".repeat(40));
+        s.msg(a, Role::User, "q".repeat(40));
+        let c1 = s.call(a);
+        let boundary = s.session.messages.len();
+        let summary = s.msg(a, Role::User, "s".repeat(20));
+        s.compaction(a, boundary, Some(summary), None);
+        let c2 = s.call(a);
+        s.msg(a, Role::User, "n".repeat(4));
+        let c3 = s.call(a);
+        for (c, u) in [(c0, 150), (c1, 170), (c2, 40), (c3, 45)] {
+            s.session.calls[c].usage = Some(usage(u));
+        }
+        let mut reg = crate::plugin_host::Registry::default();
+        reg.add_in_process(probe::plugin_table(), "probe").unwrap();
+        let entry = reg.require("test.probe").unwrap().clone();
+        let mut opts = ReplayOptions::new(std::sync::Arc::new(Chars4));
+        opts.budget = Some(Budget {
+            context_window: 100_000,
+            max_output: 0,
+            reserve: 0,
+        });
+        let spec = StrategySpec::Plugin {
+            entry,
+            params: serde_json::Value::Null,
+        };
+        run(&s.session, spec, &opts).unwrap();
+        // Call 1 sees call 0's usage; call 2 sees call 1's (both sent what the log recorded);
+        // the log compacted before call 2 and this replay did not, so call 3 gets nothing.
+        assert_eq!(*probe::SEEN.lock().unwrap(), vec![0, 150, 170, 0]);
+    }
+
     #[test]
     fn usage_only_sessions_have_no_raw_tokens() {
         let mut s = SessionBuilder::new();

@@ -125,7 +125,8 @@ typedef struct ctxlab_call {
     uint64_t overhead_tokens;            /* calibrated system prompt + tool schemas */
     uint64_t context_tokens;             /* overhead + sum of messages[].tokens */
     uint64_t prev_input_tokens;          /* agent's previous call as replayed (0: first call) */
-    uint64_t prev_recorded_input_tokens; /* same, as the log recorded it (0: unknown) */
+    uint64_t prev_recorded_input_tokens; /* same, as the log recorded it (0: unknown, or the
+                                            replay's context has left the log's) */
     uint64_t prev_raw_tokens;            /* raw counted tokens of the previous call */
     uint64_t cumulative_input_tokens;    /* sum over the agent's previous calls */
     uint64_t new_messages;               /* appended since the agent's previous call */

@@ -153,7 +153,10 @@ pub struct CallView {
     pub context_tokens: u64,
     /// Input tokens of the agent's previous call as replayed (0 for its first call).
     pub prev_input_tokens: u64,
-    /// Provider-reported input tokens of the agent's previous call in the log (0 when unknown).
+    /// Provider-reported input tokens of the agent's previous call in the log; 0 when unknown,
+    /// and 0 once the replayed context has left the log's (an edit by the strategy, or a
+    /// compaction the log recorded and this replay did not apply), since the log's usage then
+    /// measures a different context.
     pub prev_recorded_input_tokens: u64,
     /// Raw (uncalibrated) counted tokens the agent's previous call sent (0 for its first call).
     pub prev_raw_tokens: u64,

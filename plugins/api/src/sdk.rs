@@ -175,6 +175,8 @@ impl<'a> Call<'a> {
     pub fn prev_input_tokens(&self) -> u64 {
         self.raw.prev_input_tokens
     }
+    /// The log's usage for the agent's previous call, while the replay still sends what the log
+    /// recorded (0 otherwise).
     pub fn prev_recorded_input_tokens(&self) -> u64 {
         self.raw.prev_recorded_input_tokens
     }
