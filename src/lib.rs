@@ -11,9 +11,9 @@
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
 //! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
 
-pub mod discover;
 pub mod chart;
 pub mod compare;
+pub mod discover;
 pub mod error;
 pub mod export;
 pub mod formats;

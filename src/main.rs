@@ -6,7 +6,11 @@ mod cli;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "ctxlab", version, about = "Replay LLM agent sessions through context-compaction strategies")]
+#[command(
+    name = "ctxlab",
+    version,
+    about = "Replay LLM agent sessions through context-compaction strategies"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -238,11 +238,19 @@ pub enum OpKind {
         text: String,
     },
     /// Keep `head` chars and `tail` chars of each message in the range, `marker` between them.
-    Truncate { head: u64, tail: u64, marker: String },
+    Truncate {
+        head: u64,
+        tail: u64,
+        marker: String,
+    },
     /// Replace the content of each message (tool result) in the range by `placeholder`.
-    Mask { placeholder: String },
+    Mask {
+        placeholder: String,
+    },
     /// Move the content out of the context; `stub` stays in its place.
-    Offload { stub: String },
+    Offload {
+        stub: String,
+    },
     Pin,
     Unpin,
 }
@@ -561,7 +569,9 @@ impl Params {
             let v = given.get(&spec.name).unwrap_or(&spec.default);
             // Integers given as floats with no fraction (from TOML/CLI) are accepted as integers.
             let v = match (spec.ty, v.as_f64()) {
-                (ParamType::Int, Some(f)) if v.is_f64() && f.fract() == 0.0 => Value::from(f as i64),
+                (ParamType::Int, Some(f)) if v.is_f64() && f.fract() == 0.0 => {
+                    Value::from(f as i64)
+                }
                 _ => v.clone(),
             };
             spec.check(&v)?;
@@ -590,7 +600,11 @@ impl Params {
     pub fn str_list(&self, name: &str) -> Vec<String> {
         self.get(name)
             .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     }
     pub fn int_list(&self, name: &str) -> Vec<i64> {
@@ -700,6 +714,9 @@ mod tests {
         let e = Params::resolve(&schema(), &json!({"Mode": "lossy"})).unwrap_err();
         assert!(e.contains("one of llm, intent"), "{e}");
         let e = Params::resolve(&schema(), &json!({"Nope": 1})).unwrap_err();
-        assert!(e.contains("unknown parameter Nope") && e.contains("TriggerTurnCount"), "{e}");
+        assert!(
+            e.contains("unknown parameter Nope") && e.contains("TriggerTurnCount"),
+            "{e}"
+        );
     }
 }

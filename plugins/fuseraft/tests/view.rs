@@ -223,16 +223,14 @@ fn results_over_40000_chars_are_offloaded_to_the_seeds_stub() {
 fn tool_loop(sim: &mut Sim, calls: usize, size: usize) -> Vec<Decision> {
     let mut out = vec![sim.call("Developer", vec![TestMsg::user("go")])];
     for i in 0..calls {
-        out.push(
-            sim.call(
-                "Developer",
-                vec![
+        out.push(sim.call(
+            "Developer",
+            vec![
                     TestMsg::tool_call(&format!("c{i}"), "shell_run", r#"{"command":"make"}"#)
                         .agent("Developer"),
                     TestMsg::tool_result(&format!("c{i}"), "shell_run", &"o".repeat(size)),
                 ],
-            ),
-        );
+        ));
     }
     out
 }
