@@ -44,7 +44,7 @@ pub(crate) struct Context<'s> {
     pub occurrences: FxHashMap<FactId, Vec<u64>>,
     /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
     pub coverage: Coverage,
-    /// Reused by `remove` for the facts of a removed range.
+    /// Reused for the distinct facts of a removed or summarized range.
     scratch: Vec<FactId>,
     next_key: u64,
     /// The agent's requests so far and whether its last message was from the assistant.
@@ -402,12 +402,18 @@ impl<'s> Context<'s> {
                     .map(|i| self.views[i].id)
                     .collect();
                 self.coverage.summarize(id, key, &absorbed);
-                for i in s..e {
-                    let en = &self.entries[i];
-                    for &f in en.facts.iter() {
-                        self.coverage.home(f, id);
-                    }
+                // Homing a fact in this summary is idempotent: once per distinct fact.
+                let mut homed = std::mem::take(&mut self.scratch);
+                homed.clear();
+                for en in &self.entries[s..e] {
+                    homed.extend_from_slice(&en.facts);
                 }
+                homed.sort_unstable();
+                homed.dedup();
+                for &f in &homed {
+                    self.coverage.home(f, id);
+                }
+                self.scratch = homed;
                 let agent = self.views[s].agent;
                 let request = self.views[e - 1].request;
                 self.remove(s, e);
