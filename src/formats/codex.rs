@@ -18,7 +18,7 @@ use super::follow::LiveLog;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
-use crate::{Error, Result};
+use crate::Result;
 
 pub const ID: &str = "codex";
 
@@ -466,12 +466,7 @@ impl JsonSink for Sink {
 }
 
 pub fn read(path: &Path) -> Result<Session> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut live = Live::new(path);
-    live.feed(0, &mut std::io::BufReader::with_capacity(256 * 1024, f), 0)
-        .map_err(|e| Error::io(path, e))?;
-    live.finish()?;
-    Ok(live.sink.s)
+    Ok(super::follow::read_through(path, Live::new(path))?.sink.s)
 }
 
 /// A rollout being read, kept between reads so that `formats::follow` can feed appended lines.

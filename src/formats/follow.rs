@@ -25,6 +25,16 @@ use crate::replay::{session_model, ModelTable};
 use crate::{Error, Result};
 
 /// A reader whose state is kept between reads of a growing file.
+/// Reads a whole file through a reader's kept state, so that `load_file` and following share
+/// one code path.
+pub(crate) fn read_through<L: LiveLog>(path: &std::path::Path, mut live: L) -> Result<L> {
+    let f = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
+    live.feed(0, &mut io::BufReader::with_capacity(256 * 1024, f), 0)
+        .map_err(|e| crate::Error::io(path, e))?;
+    live.finish()?;
+    Ok(live)
+}
+
 pub(crate) trait LiveLog: Send {
     /// Reads the lines of source file `file` that `input` holds, numbering them after `line`;
     /// returns the number of the last line read.
