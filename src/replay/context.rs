@@ -4,49 +4,57 @@
 //!
 //! Invariants:
 //! - `entries[i]` and `views[i]` describe the same message; views point into the session (text
-//!   of single-part messages, tool ids) or into the entry's own boxed text, which never moves;
-//! - `entries[i].key` increases with `i` (a summary takes the key of the first message it
-//!   replaces), so a position range maps to a key range;
+//!   of single-part messages, tool ids), into the `Prepared` session (joined texts), into the
+//!   context's tool arena, or into the entry's own boxed text and tools, none of which move;
+//! - `entries[i].key` increases with `i`: a session message's key is its index in the session
+//!   (an agent receives its messages in log order), a summary takes the key of the first message
+//!   it replaces, so a position range maps to a key range;
 //! - `prefix`, `pinned` and `pairs` are valid for every position; a persistent edit rebuilds them
 //!   from the first position it touched, appends extend them.
 
 use super::facts::{FactId, Facts};
+use super::prepared::Prepared;
 use crate::model::{Message, MsgIdx, Part, Role, Session};
 use ctxlab_plugin_api::abi::*;
-use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
-pub(crate) struct Entry {
+pub(crate) struct Entry<'a> {
     /// Order key, increasing with position.
     pub key: u64,
     /// The session message this entry shows; `None` for a summary the replay created.
     pub msg: Option<MsgIdx>,
-    /// Facts the model sees verbatim in this entry.
-    pub facts: Box<[FactId]>,
-    /// Text owned by the replay (flattened multi-part messages, edits, summaries).
+    /// Facts the model sees verbatim in this entry (the prepared ones until an edit).
+    pub facts: Cow<'a, [FactId]>,
+    /// Text owned by the replay (edits, summaries).
     text: Option<Box<str>>,
-    tools: Box<[ToolView]>,
+    /// Tool views owned by the entry once an edit gave them new bodies.
+    tools: Option<Box<[ToolView]>>,
+    /// Summaries: index in `Coverage`.
+    summary: u32,
     /// Keys of the entries holding the other side of this entry's tool calls/results.
     partners: Vec<u64>,
 }
 
-/// One agent's context, borrowing the session it replays (`'s`).
-pub(crate) struct Context<'s> {
-    pub entries: Vec<Entry>,
+/// One agent's context, borrowing the session and its preparation (`'a`).
+pub(crate) struct Context<'a> {
+    session: &'a Session,
+    prepared: &'a Prepared,
+    pub entries: Vec<Entry<'a>>,
     pub views: Vec<MessageView>,
     /// `prefix[i]` = tokens of `views[..i]`.
     prefix: Vec<u64>,
     /// `pinned[i]` = pinned messages among `views[..i]`.
     pinned: Vec<u32>,
     pairs: SpanTree,
-    /// Tool call id (borrowed from the session) → key of the entry that made the call.
-    tool_calls: FxHashMap<&'s str, u64>,
-    /// Fact → keys (ascending) of the entries that hold it verbatim.
-    pub occurrences: FxHashMap<FactId, Vec<u64>>,
+    /// Tool views of appended messages. Its capacity is the agent's tool parts in the session,
+    /// reserved up front, so it never reallocates and views may point into it.
+    tool_arena: Vec<ToolView>,
+    /// Fact id → keys (ascending) of the entries that hold it verbatim.
+    occurrences: Vec<Vec<u64>>,
     /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
     pub coverage: Coverage,
     /// Reused for the distinct facts of a removed or summarized range.
     scratch: Vec<FactId>,
-    next_key: u64,
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
     awaiting_request: bool,
@@ -112,19 +120,25 @@ pub(crate) fn message_text(m: &Message) -> std::borrow::Cow<'_, str> {
     }
 }
 
-impl<'s> Context<'s> {
-    pub(crate) fn new() -> Context<'s> {
+impl<'a> Context<'a> {
+    /// An empty context for an agent with `tool_parts` tool calls and results in the session.
+    pub(crate) fn new(
+        session: &'a Session,
+        prepared: &'a Prepared,
+        tool_parts: usize,
+    ) -> Context<'a> {
         Context {
+            session,
+            prepared,
             entries: Vec::new(),
             views: Vec::new(),
             prefix: vec![0],
             pinned: vec![0],
             pairs: SpanTree::default(),
-            tool_calls: FxHashMap::default(),
-            occurrences: FxHashMap::default(),
+            tool_arena: Vec::with_capacity(tool_parts),
+            occurrences: Vec::new(),
             coverage: Coverage::default(),
             scratch: Vec::new(),
-            next_key: 1,
             requests: 0,
             awaiting_request: true,
             assistant_turns: 0,
@@ -188,49 +202,49 @@ impl<'s> Context<'s> {
         }
     }
 
-    /// Appends a message that reached the agent. `tokens` is its count with the run's counter.
-    /// `text` is `message_text` of the message, `facts` its facts.
-    pub(crate) fn append(
-        &mut self,
-        session: &'s Session,
-        idx: MsgIdx,
-        id: u64,
-        tokens: u64,
-        text: std::borrow::Cow<'_, str>,
-        facts: Box<[FactId]>,
-    ) {
-        let m = &session.messages[idx];
-        let key = self.next_key;
-        self.next_key += 1;
-        let chars = text.chars().count() as u64;
-        // A borrowed text points into the session, which outlives the run; an owned one is boxed
-        // and kept by the entry.
-        let (owned, text_ref): (Option<Box<str>>, StrRef) = match text {
-            std::borrow::Cow::Owned(s) => {
-                let b = s.into_boxed_str();
-                let r = StrRef::new(&b);
-                (Some(b), r)
+    /// Position of session message `m`, while it is in the context as itself (not summarized).
+    fn position_of_message(&self, m: MsgIdx) -> Option<usize> {
+        self.position(m as u64)
+            .filter(|&p| self.entries[p].msg == Some(m))
+    }
+
+    fn index_facts(&mut self, facts: &[FactId], key: u64) {
+        if let Some(&max) = facts.last() {
+            if max as usize >= self.occurrences.len() {
+                self.occurrences.resize_with(max as usize + 1, Vec::new);
             }
-            std::borrow::Cow::Borrowed(s) => (None, StrRef::new(s)),
-        };
+        }
+        for &f in facts {
+            insert_sorted(&mut self.occurrences[f as usize], key);
+        }
+    }
+
+    /// Appends session message `idx`, which reached the agent; `id` is its view id for the run.
+    pub(crate) fn append(&mut self, idx: MsgIdx, id: u64) {
+        let session = self.session;
+        let prepared = self.prepared;
+        let m = &session.messages[idx];
+        let key = idx as u64;
+        let text = prepared.text(session, idx);
+        let tokens = prepared.tokens(idx);
         let mut flags = 0u32;
         let mut partners = Vec::new();
-        let mut tools = Vec::new();
+        let tools_start = self.tool_arena.len();
         let mut images = 0u32;
         let mut image_bytes = 0u64;
         let mut has_text = false;
-        for p in &m.parts {
-            match p {
+        let mut owned_tools: Option<Vec<ToolView>> = None;
+        for (k, p) in m.parts.iter().enumerate() {
+            let view = match p {
                 Part::ToolCall { id, name, args } => {
                     flags |= FLAG_TOOL_CALL;
-                    tools.push(ToolView {
+                    ToolView {
                         id: StrRef::new(id),
                         name: StrRef::new(name),
                         body: StrRef::new(args),
                         is_result: 0,
                         is_error: 0,
-                    });
-                    self.tool_calls.insert(id.as_str(), key);
+                    }
                 }
                 Part::ToolResult {
                     call_id,
@@ -241,30 +255,55 @@ impl<'s> Context<'s> {
                     if *is_error {
                         flags |= FLAG_ERROR;
                     }
-                    tools.push(ToolView {
-                        id: StrRef::new(call_id),
-                        name: StrRef::EMPTY,
-                        body: StrRef::new(content),
-                        is_result: 1,
-                        is_error: *is_error as u8,
-                    });
-                    if let Some(&call_key) = self.tool_calls.get(call_id.as_str()) {
-                        partners.push(call_key);
-                        if let Some(cp) = self.position(call_key) {
+                    // The result's tool name is its call's; the pair is tracked while the call is
+                    // in this context as itself.
+                    let mut name = StrRef::EMPTY;
+                    if let Some(c) = prepared.answers(idx, k) {
+                        if let Some(Part::ToolCall { name: n, .. }) =
+                            session.messages[c.msg].parts.get(c.part as usize)
+                        {
+                            name = StrRef::new(n);
+                        }
+                        if let Some(cp) = self.position_of_message(c.msg) {
+                            partners.push(c.msg as u64);
                             let e = &mut self.entries[cp];
                             e.partners.push(key);
                             let (lo, hi) = span(e.key, &e.partners);
                             self.pairs.set(cp, lo, hi);
                         }
                     }
+                    ToolView {
+                        id: StrRef::new(call_id),
+                        name,
+                        body: StrRef::new(content),
+                        is_result: 1,
+                        is_error: *is_error as u8,
+                    }
                 }
                 Part::Image { bytes, .. } => {
                     flags |= FLAG_IMAGE;
                     images += 1;
                     image_bytes += bytes;
+                    continue;
                 }
-                Part::Text { .. } => has_text = true,
-                Part::Thinking { .. } => {}
+                Part::Text { .. } => {
+                    has_text = true;
+                    continue;
+                }
+                Part::Thinking { .. } => continue,
+            };
+            match &mut owned_tools {
+                Some(v) => v.push(view),
+                None if self.tool_arena.len() < self.tool_arena.capacity() => {
+                    self.tool_arena.push(view)
+                }
+                // More tool parts than the session holds for this agent cannot happen; stay
+                // correct anyway with tools of the entry's own.
+                None => {
+                    let mut v = self.tool_arena.drain(tools_start..).collect::<Vec<_>>();
+                    v.push(view);
+                    owned_tools = Some(v);
+                }
             }
         }
         if m.flags.pinned {
@@ -288,28 +327,27 @@ impl<'s> Context<'s> {
             }
             _ => {}
         }
-        // Tool names of results come from their calls.
-        for t in tools.iter_mut().filter(|t| t.is_result == 1) {
-            let call_id = unsafe { t.id.as_str() };
-            if let Some(name) = self.call_name(session, call_id) {
-                t.name = StrRef::new(name);
-            }
-        }
-        let tools = tools.into_boxed_slice();
-        for &f in facts.iter() {
-            self.occurrences.entry(f).or_default().push(key);
-        }
-        let agent = StrRef::new(&session.agents[m.agent].id);
+        let owned_tools = owned_tools.map(Vec::into_boxed_slice);
+        let (tools, tools_len) = match &owned_tools {
+            Some(t) => (t.as_ptr(), t.len()),
+            None if self.tool_arena.len() > tools_start => (
+                self.tool_arena[tools_start..].as_ptr(),
+                self.tool_arena.len() - tools_start,
+            ),
+            None => (std::ptr::null(), 0),
+        };
+        let facts = prepared.facts_of(idx);
+        self.index_facts(facts, key);
         let view = MessageView {
             id,
             role: role_abi(m.role),
             flags,
-            agent,
+            agent: StrRef::new(&session.agents[m.agent].id),
             tokens,
-            chars,
-            text: text_ref,
-            tools: tools.as_ptr(),
-            tools_len: tools.len(),
+            chars: prepared.chars(idx),
+            text: StrRef::new(text),
+            tools,
+            tools_len,
             images,
             image_bytes,
             request: self.requests.saturating_sub(1),
@@ -319,9 +357,10 @@ impl<'s> Context<'s> {
         self.entries.push(Entry {
             key,
             msg: Some(idx),
-            facts,
-            text: owned,
-            tools,
+            facts: Cow::Borrowed(facts),
+            text: None,
+            tools: owned_tools,
+            summary: NO_SUMMARY,
             partners,
         });
         self.views.push(view);
@@ -332,16 +371,6 @@ impl<'s> Context<'s> {
         self.pairs.push(lo, hi);
     }
 
-    /// Name of the tool call `id` of this agent, still in its context.
-    fn call_name(&self, session: &'s Session, id: &str) -> Option<&'s str> {
-        let key = *self.tool_calls.get(id)?;
-        let idx = self.entries[self.position(key)?].msg?;
-        session.messages[idx].parts.iter().find_map(|p| match p {
-            Part::ToolCall { id: i, name, .. } if i == id => Some(name.as_str()),
-            _ => None,
-        })
-    }
-
     /// Replaces positions `[s, e)` per `edit` and rebuilds the indexes from `s`. A summary covers
     /// the facts the entries it replaces held or covered (the upper bound of recall).
     pub(crate) fn apply(
@@ -350,7 +379,7 @@ impl<'s> Context<'s> {
         e: usize,
         edit: Replacement,
         next_id: &mut u64,
-        facts: &mut Facts,
+        facts: &mut Facts<'_>,
     ) {
         match edit {
             Replacement::Flags { set, clear } => {
@@ -364,11 +393,7 @@ impl<'s> Context<'s> {
                     let key = self.entries[i].key;
                     let new_facts = facts.extract(&text);
                     self.unindex_facts(i);
-                    for &f in new_facts.iter() {
-                        insert_sorted(self.occurrences.entry(f).or_default(), key);
-                    }
-                    let entry = &mut self.entries[i];
-                    entry.facts = new_facts;
+                    self.index_facts(&new_facts, key);
                     let text: Box<str> = text.into_boxed_str();
                     let v = &mut self.views[i];
                     v.text = StrRef::new(&text);
@@ -376,12 +401,24 @@ impl<'s> Context<'s> {
                     v.tokens = tokens;
                     v.flags |= FLAG_EDITED;
                     // Tool ids stay (pairs are intact); their bodies are now the edited text.
-                    let mut tools = entry.tools.to_vec();
-                    for t in &mut tools {
+                    let mut tools: Box<[ToolView]> = if v.tools_len == 0 {
+                        Box::default()
+                    } else {
+                        // SAFETY: the view's tools point at `tools_len` live ToolViews (arena or
+                        // the entry's own, both kept while the entry is).
+                        unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }.into()
+                    };
+                    for t in tools.iter_mut() {
                         t.body = StrRef::new(&text);
                     }
-                    entry.tools = tools.into_boxed_slice();
-                    v.tools = entry.tools.as_ptr();
+                    v.tools = if tools.is_empty() {
+                        std::ptr::null()
+                    } else {
+                        tools.as_ptr()
+                    };
+                    let entry = &mut self.entries[i];
+                    entry.facts = Cow::Owned(new_facts.into_vec());
+                    entry.tools = Some(tools);
                     entry.text = Some(text);
                 }
                 self.rebuild_from(s);
@@ -397,11 +434,12 @@ impl<'s> Context<'s> {
                 // The new summary stands for the replaced messages' facts and for whatever the
                 // summaries it replaces stood for: O(facts of the replaced messages), each
                 // message's facts handed over once in a run, never the whole history.
-                let absorbed: Vec<u64> = (s..e)
-                    .filter(|&i| self.entries[i].msg.is_none())
-                    .map(|i| self.views[i].id)
+                let absorbed: Vec<u32> = self.entries[s..e]
+                    .iter()
+                    .filter(|en| en.msg.is_none())
+                    .map(|en| en.summary)
                     .collect();
-                self.coverage.summarize(id, key, &absorbed);
+                let sid = self.coverage.summarize(key, &absorbed);
                 // Homing a fact in this summary is idempotent: once per distinct fact.
                 let mut homed = std::mem::take(&mut self.scratch);
                 homed.clear();
@@ -411,16 +449,14 @@ impl<'s> Context<'s> {
                 homed.sort_unstable();
                 homed.dedup();
                 for &f in &homed {
-                    self.coverage.home(f, id);
+                    self.coverage.home(f, sid);
                 }
                 self.scratch = homed;
                 let agent = self.views[s].agent;
                 let request = self.views[e - 1].request;
                 self.remove(s, e);
                 let own = facts.extract(&text);
-                for &f in own.iter() {
-                    insert_sorted(self.occurrences.entry(f).or_default(), key);
-                }
+                self.index_facts(&own, key);
                 let text: Box<str> = text.into_boxed_str();
                 let view = MessageView {
                     id,
@@ -442,9 +478,10 @@ impl<'s> Context<'s> {
                     Entry {
                         key,
                         msg: None,
-                        facts: own,
+                        facts: Cow::Owned(own.into_vec()),
                         text: Some(text),
-                        tools: Box::default(),
+                        tools: None,
+                        summary: sid,
                         partners: Vec::new(),
                     },
                 );
@@ -462,25 +499,21 @@ impl<'s> Context<'s> {
         // list: each fact loses them in one drain, not one shift per occurrence.
         let mut facts = std::mem::take(&mut self.scratch);
         facts.clear();
-        for i in s..e {
-            facts.extend_from_slice(&self.entries[i].facts);
+        for en in &self.entries[s..e] {
+            facts.extend_from_slice(&en.facts);
         }
         facts.sort_unstable();
         facts.dedup();
         for &f in &facts {
-            remove_key_range(&mut self.occurrences, f, k0, k1);
+            let v = &mut self.occurrences[f as usize];
+            let a = v.partition_point(|&k| k < k0);
+            let b = v.partition_point(|&k| k <= k1);
+            v.drain(a..b);
         }
         self.scratch = facts;
-        for i in s..e {
-            let key = self.entries[i].key;
-            if self.entries[i].msg.is_none() {
-                self.coverage.gone(self.views[i].id);
-            }
-            for t in self.entries[i].tools.iter().filter(|t| t.is_result == 0) {
-                let id = unsafe { t.id.as_str() };
-                if self.tool_calls.get(id) == Some(&key) {
-                    self.tool_calls.remove(id);
-                }
+        for en in &self.entries[s..e] {
+            if en.msg.is_none() {
+                self.coverage.gone(en.summary);
             }
         }
         let outside: Vec<(u64, u64)> = self.entries[s..e]
@@ -504,8 +537,16 @@ impl<'s> Context<'s> {
     fn unindex_facts(&mut self, i: usize) {
         let key = self.entries[i].key;
         for &f in self.entries[i].facts.iter() {
-            remove_sorted(&mut self.occurrences, f, key);
+            let v = &mut self.occurrences[f as usize];
+            if let Ok(p) = v.binary_search(&key) {
+                v.remove(p);
+            }
         }
+    }
+
+    /// Keys (ascending) of the entries holding fact `f` verbatim.
+    pub(crate) fn occurrences(&self, f: FactId) -> &[u64] {
+        self.occurrences.get(f as usize).map_or(&[], |v| v)
     }
 
     /// Recomputes prefix sums, pinned counts and pair spans for positions `p..`.
@@ -530,77 +571,84 @@ impl<'s> Context<'s> {
     }
 }
 
+/// `Entry::summary` of a session message.
+const NO_SUMMARY: u32 = u32::MAX;
+
 /// Which facts the simulated summaries in a context stand for, without copying fact sets from
-/// summary to summary: a union-find over summary ids (by rank, so `find` is O(log n) without
-/// mutation), each class answering "which live summary holds this now".
+/// summary to summary: a union-find over summaries (dense indexes, by rank, so `find` is
+/// O(log n) without mutation), each class answering "which live summary holds this now".
 #[derive(Default)]
 pub(crate) struct Coverage {
-    parent: FxHashMap<u64, u64>,
-    rank: FxHashMap<u64, u8>,
-    /// Class root → the summary that holds the class now.
-    holder: FxHashMap<u64, u64>,
-    /// Live summary id → its order key.
-    live: FxHashMap<u64, u64>,
+    parent: Vec<u32>,
+    rank: Vec<u8>,
+    /// Class root → the summary that holds the class now (`NO_SUMMARY` for a non-root).
+    holder: Vec<u32>,
+    /// Summary → its order key while it is in the context, else `u64::MAX`.
+    live: Vec<u64>,
     /// Fact → summaries it went into (compacted to live, distinct holders on every push).
-    homes: FxHashMap<FactId, Vec<u64>>,
+    homes: Vec<Vec<u32>>,
 }
 
 impl Coverage {
-    fn find(&self, mut x: u64) -> u64 {
-        while let Some(&p) = self.parent.get(&x) {
-            if p == x {
-                break;
-            }
-            x = p;
+    fn find(&self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            x = self.parent[x as usize];
         }
         x
     }
 
-    /// The live summary that holds what summary `id` went into, with its key.
-    pub(crate) fn holder(&self, id: u64) -> Option<(u64, u64)> {
-        let h = *self.holder.get(&self.find(id))?;
-        self.live.get(&h).map(|&k| (h, k))
+    /// The live summary that holds what summary `s` went into, with its key.
+    fn holder(&self, s: u32) -> Option<(u32, u64)> {
+        let h = self.holder[self.find(s) as usize];
+        let key = *self.live.get(h as usize)?;
+        (key != u64::MAX).then_some((h, key))
     }
 
-    fn summarize(&mut self, id: u64, key: u64, absorbed: &[u64]) {
-        self.parent.insert(id, id);
-        self.rank.insert(id, 0);
+    /// A new live summary at `key` absorbing the summaries `absorbed`; returns its index.
+    fn summarize(&mut self, key: u64, absorbed: &[u32]) -> u32 {
+        let id = self.parent.len() as u32;
+        self.parent.push(id);
+        self.rank.push(0);
+        self.holder.push(NO_SUMMARY);
+        self.live.push(key);
         let mut root = id;
         for &x in absorbed {
             let rx = self.find(x);
-            self.live.remove(&x);
+            self.live[x as usize] = u64::MAX;
             if rx == root {
                 continue;
             }
-            let (a, b) = (self.rank[&root], self.rank[&rx]);
+            let (a, b) = (self.rank[root as usize], self.rank[rx as usize]);
             let (hi, lo) = if a >= b { (root, rx) } else { (rx, root) };
-            self.parent.insert(lo, hi);
-            self.holder.remove(&lo);
+            self.parent[lo as usize] = hi;
+            self.holder[lo as usize] = NO_SUMMARY;
             if a == b {
-                *self.rank.get_mut(&hi).expect("ranked") += 1;
+                self.rank[hi as usize] += 1;
             }
             root = hi;
         }
-        self.holder.insert(root, id);
-        self.live.insert(id, key);
+        self.holder[root as usize] = id;
+        id
     }
 
-    fn home(&mut self, f: FactId, id: u64) {
-        let list = self.homes.entry(f).or_default();
-        let mut kept: Vec<u64> = std::mem::take(list);
-        kept.retain(|&h| self.holder(h).is_some_and(|(holder, _)| holder != id));
-        kept.push(id);
-        self.homes.insert(f, kept);
+    fn home(&mut self, f: FactId, s: u32) {
+        if f as usize >= self.homes.len() {
+            self.homes.resize_with(f as usize + 1, Vec::new);
+        }
+        let mut kept = std::mem::take(&mut self.homes[f as usize]);
+        kept.retain(|&h| self.holder(h).is_some_and(|(holder, _)| holder != s));
+        kept.push(s);
+        self.homes[f as usize] = kept;
     }
 
-    fn gone(&mut self, id: u64) {
-        self.live.remove(&id);
+    fn gone(&mut self, s: u32) {
+        self.live[s as usize] = u64::MAX;
     }
 
     /// Keys of the live summaries that stand for fact `f`.
     pub(crate) fn keys(&self, f: FactId) -> impl Iterator<Item = u64> + '_ {
         self.homes
-            .get(&f)
+            .get(f as usize)
             .into_iter()
             .flatten()
             .filter_map(|&h| self.holder(h).map(|(_, k)| k))
@@ -621,28 +669,6 @@ fn insert_sorted(v: &mut Vec<u64>, key: u64) {
             if let Err(p) = v.binary_search(&key) {
                 v.insert(p, key);
             }
-        }
-    }
-}
-
-fn remove_key_range(map: &mut FxHashMap<FactId, Vec<u64>>, f: FactId, k0: u64, k1: u64) {
-    if let Some(v) = map.get_mut(&f) {
-        let a = v.partition_point(|&k| k < k0);
-        let b = v.partition_point(|&k| k <= k1);
-        v.drain(a..b);
-        if v.is_empty() {
-            map.remove(&f);
-        }
-    }
-}
-
-fn remove_sorted(map: &mut FxHashMap<FactId, Vec<u64>>, f: FactId, key: u64) {
-    if let Some(v) = map.get_mut(&f) {
-        if let Ok(p) = v.binary_search(&key) {
-            v.remove(p);
-        }
-        if v.is_empty() {
-            map.remove(&f);
         }
     }
 }

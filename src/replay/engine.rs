@@ -6,10 +6,11 @@
 //! (no rebuild); token sums, pinned counts and tool-pair spans are prefix or tree indexes that a
 //! persistent edit rebuilds from its first position only.
 
-use super::context::{message_text, model_role, sdk_role, Context, Replacement};
+use super::context::{model_role, sdk_role, Context, Replacement};
 use super::facts::{FactId, FactSet, Facts};
 use super::feed::{Feed, Step};
 use super::metrics::{cache_split, Compaction, CompactionKind, Sample, Tally};
+use super::prepared::Prepared;
 use super::pricing::ModelInfo;
 use super::validate::{self, Plan};
 use super::*;
@@ -18,7 +19,6 @@ use crate::plugin_host::{Instance, RawDecision};
 use crate::tokens::Fit;
 use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
 use ctxlab_plugin_api::{EventKind, OpKind, Scope};
-use rustc_hash::FxHashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 
@@ -79,28 +79,29 @@ impl<'o> Setup<'o> {
 
 pub(crate) struct Engine<'s, 'o> {
     session: &'s Session,
+    prepared: &'s Prepared,
     opts: Setup<'o>,
     label: String,
     recorded: bool,
     budget: Budget,
     contexts: Vec<Context<'s>>,
     agents: Vec<AgentState>,
-    facts: Facts,
-    /// Replies counted before they reach their agent: (tokens, facts), reused on append.
-    replies: FxHashMap<MsgIdx, (u64, Box<[FactId]>)>,
+    /// The session's facts, and those of texts the run writes.
+    facts: Facts<'s>,
     next_id: u64,
     tally: Tally,
     samples: Vec<Sample>,
     compactions: Vec<Compaction>,
     events: Vec<RunEvent>,
     gauges: std::collections::BTreeMap<String, Vec<GaugePoint>>,
-    prices: Vec<Option<ModelInfo>>,
+    prices: Vec<Option<&'o ModelInfo>>,
     steps: Vec<Step>,
 }
 
 impl<'s, 'o> Engine<'s, 'o> {
     pub(crate) fn new(
         session: &'s Session,
+        prepared: &'s Prepared,
         opts: Setup<'o>,
         label: String,
         recorded: bool,
@@ -116,23 +117,20 @@ impl<'s, 'o> Engine<'s, 'o> {
         let prices = session
             .agents
             .iter()
-            .map(|a| {
-                a.model
-                    .as_deref()
-                    .and_then(|m| opts.models.find(m))
-                    .cloned()
-            })
+            .map(|a| a.model.as_deref().and_then(|m| opts.models.find(m)))
             .collect();
         Engine {
             session,
+            prepared,
             opts,
             label,
             recorded,
             budget,
-            contexts: (0..n).map(|_| Context::new()).collect(),
+            contexts: (0..n)
+                .map(|a| Context::new(session, prepared, prepared.tool_parts(a)))
+                .collect(),
             agents,
-            facts: Facts::default(),
-            replies: FxHashMap::default(),
+            facts: Facts::new(prepared.interner()),
             next_id: 0,
             tally: Tally::default(),
             samples: Vec::with_capacity(session.calls.len()),
@@ -158,10 +156,11 @@ impl<'s, 'o> Engine<'s, 'o> {
         }
     }
 
-    fn price(&self, call: &crate::model::Call) -> Option<&ModelInfo> {
-        match call.model.as_deref().and_then(|m| self.opts.models.find(m)) {
+    fn price(&self, call: &crate::model::Call) -> Option<&'o ModelInfo> {
+        let models: &'o ModelTable = self.opts.models;
+        match call.model.as_deref().and_then(|m| models.find(m)) {
             Some(p) => Some(p),
-            None => self.prices.get(call.agent).and_then(|p| p.as_ref()),
+            None => self.prices.get(call.agent).copied().flatten(),
         }
     }
 
@@ -250,22 +249,13 @@ impl<'s, 'o> Engine<'s, 'o> {
     }
 
     fn append(&mut self, a: AgentIdx, m: MsgIdx) {
-        let msg = &self.session.messages[m];
-        let text = message_text(msg);
-        let (tokens, facts) = match self.replies.remove(&m) {
-            Some(tf) => tf,
-            None => (
-                self.opts.counter.count_message(msg),
-                self.facts.extract(&text),
-            ),
-        };
         let st = &mut self.agents[a];
-        for &f in facts.iter() {
+        for &f in self.prepared.facts_of(m) {
             st.seen.insert(f);
         }
         st.appended += 1;
         self.next_id += 1;
-        self.contexts[a].append(self.session, m, self.next_id, tokens, text, facts);
+        self.contexts[a].append(m, self.next_id);
     }
 
     /// The `recorded` baseline applies the log's compaction: everything before the boundary
@@ -273,7 +263,7 @@ impl<'s, 'o> Engine<'s, 'o> {
     fn recorded_compaction(&mut self, ci: usize, a: AgentIdx, c: usize) {
         let keep = recorded_keep(self.session, c);
         let fit = self.fit(a);
-        let price = self.price(&self.session.calls[ci]).cloned();
+        let price = self.price(&self.session.calls[ci]);
         let ctx = &mut self.contexts[a];
         let before = ctx.total_tokens();
         // Runs of positions to remove, last first so earlier positions stay valid.
@@ -315,17 +305,15 @@ impl<'s, 'o> Engine<'s, 'o> {
             context_after: fit.predict(ctx.total_tokens()),
             tokens_before: scale(fit, removed),
             // The summary reaches the agent as the next message; its size is what replaced the history.
-            tokens_after: rc.summary.map_or(0, |m| {
-                scale(
-                    fit,
-                    self.opts.counter.count_message(&self.session.messages[m]),
-                )
-            }),
+            tokens_after: rc
+                .summary
+                .filter(|&m| m < self.session.messages.len())
+                .map_or(0, |m| scale(fit, self.prepared.tokens(m))),
             summarizer_input: 0,
             summarizer_output: 0,
             trigger: Some(rc.trigger.clone()),
         };
-        self.tally.compaction(&comp, price.as_ref());
+        self.tally.compaction(&comp, price);
         self.events.push(RunEvent {
             call: ci,
             agent: a,
@@ -386,13 +374,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             return (0, 0, 0);
         };
         let a = call.agent;
-        if !self.replies.contains_key(&r) {
-            let msg = &self.session.messages[r];
-            let facts = self.facts.extract(&message_text(msg));
-            self.replies
-                .insert(r, (self.opts.counter.count_message(msg), facts));
-        }
-        let facts = &self.replies[&r].1;
+        let facts = self.prepared.facts_of(r);
         let ctx = &self.contexts[a];
         let seen = &self.agents[a].seen;
         let (mut needed, mut lower, mut upper) = (0, 0, 0);
@@ -410,7 +392,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let call = &session.calls[ci];
         let a = call.agent;
         let fit = self.fit(a);
-        let price = self.price(call).cloned();
+        let price = self.price(call);
         let (needed, lower, upper) = self.recall(ci, &plan);
         let ctx = &self.contexts[a];
         let total = ctx.total_tokens();
@@ -441,9 +423,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             cache_split(input, fit.predict(ctx.tokens_in(0, diverged)), warm);
         let output = match (call.usage, call.reply) {
             (Some(u), _) => u.output,
-            (None, Some(r)) if r < session.messages.len() => {
-                self.replies.get(&r).map_or(0, |t| t.0)
-            }
+            (None, Some(r)) if r < session.messages.len() => self.prepared.tokens(r),
             _ => 0,
         };
 
@@ -515,7 +495,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let context_after = fit.predict(ctx.total_tokens());
         for mut r in records.into_iter().rev() {
             r.context_after = context_after;
-            self.tally.compaction(&r, price.as_ref());
+            self.tally.compaction(&r, price);
             self.compactions.push(r);
         }
 
@@ -551,8 +531,8 @@ impl<'s, 'o> Engine<'s, 'o> {
             recalled_lower: lower,
             recalled_upper: upper,
         };
-        s.cost_usd = Tally::call_cost(price.as_ref(), &s, self.opts.cache_ttl);
-        self.tally.call(&s, price.as_ref(), self.opts.cache_ttl);
+        s.cost_usd = Tally::call_cost(price, &s, self.opts.cache_ttl);
+        self.tally.call(&s, price, self.opts.cache_ttl);
         st.prev_input = input;
         st.prev_raw = raw;
         st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());
@@ -658,14 +638,14 @@ fn scale(fit: Fit, raw: u64) -> u64 {
 }
 
 /// Whether the call keeps fact `f` verbatim (lower bound) or through a summary (upper bound).
-fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts) -> (bool, bool) {
+fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (bool, bool) {
     let removed = |pos: usize| -> Option<&validate::Planned> {
         let k = plan.edits.partition_point(|p| p.op.start <= pos);
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
     };
     let mut upper = false;
-    if let Some(keys) = ctx.occurrences.get(&f) {
-        for &key in keys.iter().rev() {
+    {
+        for &key in ctx.occurrences(f).iter().rev() {
             let Some(pos) = ctx.position(key) else {
                 continue;
             };

@@ -4,43 +4,77 @@
 
 use rustc_hash::FxHashMap;
 
-/// Interned fact id, local to one run.
+/// Interned fact id, local to one prepared session (and its runs).
 pub(crate) type FactId = u32;
 
-/// Gives each distinct fact text one id for the whole run.
+/// Fact text → id, for the facts of a session's messages (`Prepared`).
 #[derive(Default)]
-pub(crate) struct Facts {
+pub(crate) struct Interner {
     ids: FxHashMap<Box<str>, FactId>,
+}
+
+/// Gives each distinct fact text one id: the base interner's, else one of its own numbered after
+/// the base's (for the texts a run writes: summaries, truncations, masks).
+pub(crate) struct Facts<'p> {
+    base: &'p Interner,
+    own: FxHashMap<Box<str>, FactId>,
     /// Reused by `extract` so that a message costs no allocation besides its result.
     scratch: Vec<FactId>,
 }
 
-impl Facts {
+impl<'p> Facts<'p> {
+    pub(crate) fn new(base: &'p Interner) -> Facts<'p> {
+        Facts {
+            base,
+            own: FxHashMap::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The facts interned here, as an interner (for a `Facts` made over an empty base).
+    pub(crate) fn into_interner(self) -> Interner {
+        debug_assert!(self.base.ids.is_empty());
+        Interner { ids: self.own }
+    }
+
+    fn id(&self, fact: &str) -> Option<FactId> {
+        self.base
+            .ids
+            .get(fact)
+            .or_else(|| self.own.get(fact))
+            .copied()
+    }
+
     /// True when `text` holds fact `f`.
     pub(crate) fn contains(&self, text: &str, f: FactId) -> bool {
         let mut found = false;
-        scan(text, |fact| found |= self.ids.get(fact) == Some(&f));
+        scan(text, |fact| found |= self.id(fact) == Some(f));
         found
+    }
+
+    /// The distinct facts of a text, sorted by id (valid until the next call).
+    pub(crate) fn extract_distinct(&mut self, text: &str) -> &[FactId] {
+        let Facts { base, own, scratch } = self;
+        scratch.clear();
+        scan(text, |fact| {
+            let id = match base.ids.get(fact).or_else(|| own.get(fact)) {
+                Some(&id) => id,
+                None => {
+                    let next = (base.ids.len() + own.len()) as FactId;
+                    own.insert(fact.into(), next);
+                    next
+                }
+            };
+            scratch.push(id);
+        });
+        scratch.sort_unstable();
+        scratch.dedup();
+        scratch
     }
 
     /// The distinct facts of a text, sorted by id.
     pub(crate) fn extract(&mut self, text: &str) -> Box<[FactId]> {
-        let Facts { ids, scratch: out } = self;
-        out.clear();
-        scan(text, |fact| {
-            let next = ids.len() as FactId;
-            let id = match ids.get(fact) {
-                Some(&id) => id,
-                None => {
-                    ids.insert(fact.into(), next);
-                    next
-                }
-            };
-            out.push(id);
-        });
-        out.sort_unstable();
-        out.dedup();
-        out.as_slice().into()
+        self.extract_distinct(text).into()
     }
 }
 
@@ -309,10 +343,21 @@ mod tests {
 
     #[test]
     fn interning_gives_one_id_per_fact() {
-        let mut facts = Facts::default();
+        let base = Interner::default();
+        let mut facts = Facts::new(&base);
         let a = facts.extract("main.rs main.rs 12345");
         let b = facts.extract("12345 other.rs");
         assert_eq!(a.len(), 2);
         assert!(b.iter().any(|x| a.contains(x)));
+        // A run's own facts are numbered after its base's and found in either.
+        let base = facts.into_interner();
+        let mut run = Facts::new(&base);
+        let c = run.extract("other.rs new_fact_name");
+        assert_eq!(c.len(), 2);
+        assert!(b.contains(&c[0]));
+        assert!(c[1] as usize >= 3);
+        assert!(run.contains("see other.rs", c[0]));
+        assert!(run.contains("new_fact_name here", c[1]));
+        assert!(!run.contains("main.rs", c[1]));
     }
 }

@@ -18,6 +18,7 @@ mod engine;
 mod facts;
 mod feed;
 pub mod metrics;
+mod prepared;
 pub mod pricing;
 mod series;
 mod summarizer;
@@ -26,6 +27,7 @@ mod validate;
 pub use metrics::{
     Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall, RecordedMetrics, Sample,
 };
+pub use prepared::Prepared;
 pub use pricing::{CacheTtl, ModelInfo, ModelTable};
 pub use series::{write_series_csv, SERIES_COLUMNS};
 pub use summarizer::SummarizerModel;
@@ -233,14 +235,34 @@ pub fn resolve_budget(
     }
 }
 
-/// Replays `session` through `strategy`.
+/// Replays `session` through `strategy`. Replaying one session several times (several strategies,
+/// a sweep), prepare it once and use `run_prepared`.
 pub fn run(session: &Session, strategy: StrategySpec, opts: &ReplayOptions<'_>) -> Result<Run> {
+    check_replayable(session)?;
+    let prepared = Prepared::new(session, &*opts.counter);
+    run_prepared(session, &prepared, strategy, opts)
+}
+
+fn check_replayable(session: &Session) -> Result<()> {
     if session.usage_only && !session.calls.is_empty() {
         return Err(Error::Invalid(format!(
             "session {} holds token counts but no message text (a usage-only log): it can be charted but not replayed",
             session.id
         )));
     }
+    Ok(())
+}
+
+/// Replays `session` through `strategy`, with the session's messages counted and scanned
+/// beforehand by `Prepared::new(session, counter)` with the counter of `opts`.
+pub fn run_prepared(
+    session: &Session,
+    prepared: &Prepared,
+    strategy: StrategySpec,
+    opts: &ReplayOptions<'_>,
+) -> Result<Run> {
+    check_replayable(session)?;
+    prepared.check(session, &*opts.counter)?;
     let budget = resolve_budget(session, opts.budget, &opts.models)?;
     let (label, plugin, params, mut instance) = match &strategy {
         StrategySpec::None | StrategySpec::Recorded => (
@@ -264,7 +286,14 @@ pub fn run(session: &Session, strategy: StrategySpec, opts: &ReplayOptions<'_>) 
         .map(|i| i.thresholds())
         .unwrap_or_default();
     let recorded = matches!(strategy, StrategySpec::Recorded);
-    let engine = engine::Engine::new(session, engine::Setup::of(opts), label, recorded, budget);
+    let engine = engine::Engine::new(
+        session,
+        prepared,
+        engine::Setup::of(opts),
+        label,
+        recorded,
+        budget,
+    );
     let (samples, compactions, events, gauges, metrics, recorded_metrics, kept) =
         engine.run(instance)?;
     Ok(Run {
@@ -300,6 +329,21 @@ pub fn recorded_raw_tokens(session: &Session, counter: &dyn TokenCounter) -> Vec
     if session.usage_only {
         return vec![None; session.calls.len()];
     }
+    recorded_raw_tokens_prepared(session, &Prepared::new(session, counter), counter)
+        .unwrap_or_else(|_| vec![None; session.calls.len()])
+}
+
+/// `recorded_raw_tokens` of a session already prepared with `counter`; refuses a `Prepared`
+/// made from another session or with another counter.
+pub fn recorded_raw_tokens_prepared(
+    session: &Session,
+    prepared: &Prepared,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<Option<u64>>> {
+    prepared.check(session, counter)?;
+    if session.usage_only {
+        return Ok(vec![None; session.calls.len()]);
+    }
     let models = ModelTable {
         models: Vec::new(),
         path: None,
@@ -320,11 +364,11 @@ pub fn recorded_raw_tokens(session: &Session, counter: &dyn TokenCounter) -> Vec
         max_output: 0,
         reserve: 0,
     };
-    match engine::Engine::new(session, setup, "recorded".into(), true, budget).run(None) {
-        Ok(parts) => parts.0.iter().map(|s| Some(s.raw_tokens)).collect(),
+    match engine::Engine::new(session, prepared, setup, "recorded".into(), true, budget).run(None) {
+        Ok(parts) => Ok(parts.0.iter().map(|s| Some(s.raw_tokens)).collect()),
         // The baseline asks no strategy and cancels nothing: the only failure is a call naming an
         // agent the session lacks, whose context cannot be counted.
-        Err(_) => vec![None; session.calls.len()],
+        Err(_) => Ok(vec![None; session.calls.len()]),
     }
 }
 

@@ -1,0 +1,187 @@
+//! What every replay of a session needs to know of each message, worked out once per session and
+//! counter: its tokens, its text as the model sees it, its length in chars, its facts, and which
+//! tool call each tool result answers. Counting and scanning text is most of the work of a replay
+//! that does it per run; `compare` and `tune` replay one session many times, so they prepare it
+//! once (`Prepared::new`) and hand it to every run (`replay::run_prepared`).
+//!
+//! A `Prepared` holds no pointer into the session (it can be cached beside a shared session);
+//! each run checks it was made from the session and counter it is given.
+
+use super::context::message_text;
+use super::facts::{FactId, Facts, Interner};
+use crate::error::{Error, Result};
+use crate::model::{MsgIdx, Part, Session};
+use crate::tokens::TokenCounter;
+use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+
+/// No index (no flattened text, no answered call).
+const NONE: u32 = u32::MAX;
+
+/// One message, prepared.
+#[derive(Debug, Clone, Copy)]
+struct Prep {
+    tokens: u64,
+    chars: u64,
+    /// `fact_list[facts.0..facts.1]`: the message's distinct facts, sorted by id.
+    facts: (u32, u32),
+    /// Index into `texts` when the message's text is several parts joined; `NONE` when it is
+    /// its single part (borrowed from the session) or empty.
+    text: u32,
+}
+
+/// The tool call a tool-result part answers, in the same agent: (message, part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Answers {
+    pub msg: MsgIdx,
+    pub part: u32,
+}
+
+/// Per-message tokens, texts and facts of one session under one counter (module docs).
+pub struct Prepared {
+    session: String,
+    messages: usize,
+    counter: &'static str,
+    prep: Vec<Prep>,
+    texts: Vec<Box<str>>,
+    fact_list: Vec<FactId>,
+    facts: Interner,
+    /// Tool results whose call is known: (message, part) → the call.
+    answers: FxHashMap<(MsgIdx, u32), Answers>,
+    /// Per agent: tool calls and results in its messages.
+    tool_parts: Vec<usize>,
+}
+
+impl Prepared {
+    /// Counts, flattens and scans every message of `session` once.
+    pub fn new(session: &Session, counter: &dyn TokenCounter) -> Prepared {
+        let n = session.messages.len();
+        let mut prep = Vec::with_capacity(n);
+        let mut texts = Vec::new();
+        let mut fact_list = Vec::with_capacity(n * 2);
+        let interner = Interner::default();
+        let mut facts = Facts::new(&interner);
+        let mut calls: FxHashMap<(usize, &str), Answers> = FxHashMap::default();
+        let mut answers = FxHashMap::default();
+        let mut tool_parts = vec![0; session.agents.len()];
+        for (i, m) in session.messages.iter().enumerate() {
+            let text = message_text(m);
+            let start = fact_list.len() as u32;
+            fact_list.extend_from_slice(facts.extract_distinct(&text));
+            let p = Prep {
+                tokens: counter.count_message(m),
+                chars: text.chars().count() as u64,
+                facts: (start, fact_list.len() as u32),
+                text: match text {
+                    Cow::Owned(s) => {
+                        texts.push(s.into_boxed_str());
+                        (texts.len() - 1) as u32
+                    }
+                    Cow::Borrowed(_) => NONE,
+                },
+            };
+            prep.push(p);
+            for (k, part) in m.parts.iter().enumerate() {
+                if matches!(part, Part::ToolCall { .. } | Part::ToolResult { .. }) {
+                    if let Some(t) = tool_parts.get_mut(m.agent) {
+                        *t += 1;
+                    }
+                }
+                match part {
+                    Part::ToolCall { id, .. } => {
+                        calls.insert(
+                            (m.agent, id.as_str()),
+                            Answers {
+                                msg: i,
+                                part: k as u32,
+                            },
+                        );
+                    }
+                    Part::ToolResult { call_id, .. } => {
+                        if let Some(&c) = calls.get(&(m.agent, call_id.as_str())) {
+                            answers.insert((i, k as u32), c);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let facts = facts.into_interner();
+        Prepared {
+            session: session.id.clone(),
+            messages: n,
+            counter: counter.name(),
+            prep,
+            texts,
+            fact_list,
+            facts,
+            answers,
+            tool_parts,
+        }
+    }
+
+    /// The counter the tokens were counted with.
+    pub fn counter(&self) -> &'static str {
+        self.counter
+    }
+
+    /// Raw tokens of message `m` under the prepared counter.
+    pub fn tokens(&self, m: MsgIdx) -> u64 {
+        self.prep[m].tokens
+    }
+
+    /// Refuses a `Prepared` made from another session or with another counter.
+    pub(crate) fn check(&self, session: &Session, counter: &dyn TokenCounter) -> Result<()> {
+        if self.session != session.id || self.messages != session.messages.len() {
+            return Err(Error::Invalid(format!(
+                "the prepared session is {} ({} messages), not {} ({} messages)",
+                self.session,
+                self.messages,
+                session.id,
+                session.messages.len()
+            )));
+        }
+        if self.counter != counter.name() {
+            return Err(Error::Invalid(format!(
+                "the session was prepared with the {} counter, the run uses {}",
+                self.counter,
+                counter.name()
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn chars(&self, m: MsgIdx) -> u64 {
+        self.prep[m].chars
+    }
+
+    pub(crate) fn facts_of(&self, m: MsgIdx) -> &[FactId] {
+        let (s, e) = self.prep[m].facts;
+        &self.fact_list[s as usize..e as usize]
+    }
+
+    /// The message's text as the model sees it (`message_text`), without joining parts again.
+    pub(crate) fn text<'a>(&'a self, session: &'a Session, m: MsgIdx) -> &'a str {
+        match self.prep[m].text {
+            NONE => match message_text(&session.messages[m]) {
+                Cow::Borrowed(s) => s,
+                // Prepared from this session (checked): a several-part text has an index.
+                Cow::Owned(_) => "",
+            },
+            t => &self.texts[t as usize],
+        }
+    }
+
+    pub(crate) fn interner(&self) -> &Interner {
+        &self.facts
+    }
+
+    /// Tool calls and results among agent `a`'s messages.
+    pub(crate) fn tool_parts(&self, a: usize) -> usize {
+        self.tool_parts.get(a).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn answers(&self, m: MsgIdx, part: usize) -> Option<Answers> {
+        self.answers.get(&(m, part as u32)).copied()
+    }
+}
