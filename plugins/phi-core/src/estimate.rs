@@ -2,7 +2,7 @@
 //! when and how far to compact with this number, not with the model's tokenizer, so the strategy
 //! must too; the chart still shows the host's count, and the gauge shows the difference.
 
-use ctxlab_plugin_api::{Call, Msg, Role};
+use ctxlab_plugin_api::{Msg, Role};
 
 /// `text.len().div_ceil(4)`: bytes, not characters, as phi-core counts.
 pub fn text_tokens(bytes: usize) -> u64 {
@@ -51,34 +51,4 @@ pub fn msg_tokens(m: &Msg<'_>) -> u64 {
 /// A synthetic user message phi-core inserts (`[Summary] …`, `[Context compacted: …]`).
 pub fn user_text_tokens(text: &str) -> u64 {
     text_tokens(text.len()) + 4
-}
-
-/// Running estimate of one agent's messages, kept up to date from the new messages of each call.
-/// Estimating a message from its view is O(its tools) — the host hands over byte lengths — so a
-/// per-id cache would cost a hash lookup to save nothing; the sum is what must be incremental.
-#[derive(Default)]
-pub struct Running {
-    sum: u64,
-    /// Messages the sum covers; `None` after a compaction (the host rewrote the history).
-    covered: Option<usize>,
-}
-
-impl Running {
-    /// The estimate of the call's messages: O(new messages) unless the history changed under us.
-    pub fn update(&mut self, call: &Call<'_>) -> u64 {
-        let new = (call.new_messages() as usize).min(call.len());
-        match self.covered {
-            Some(n) if n + new == call.len() => {
-                self.sum += call.messages().skip(n).map(|m| msg_tokens(&m)).sum::<u64>();
-            }
-            _ => self.sum = call.messages().map(|m| msg_tokens(&m)).sum(),
-        }
-        self.covered = Some(call.len());
-        self.sum
-    }
-
-    /// The history was rewritten by this call's compaction: rescan at the next call.
-    pub fn invalidate(&mut self) {
-        self.covered = None;
-    }
 }

@@ -4,14 +4,15 @@
 mod config;
 mod estimate;
 mod limits;
+mod mirror;
 mod tiers;
 
 #[cfg(test)]
 mod tests;
 
 use ctxlab_plugin_api::*;
-use estimate::Running;
 use limits::{Limits, Tracker};
+use mirror::{Mirror, Slot};
 use std::collections::HashMap;
 use tiers::{Kind, Outcome, Settings};
 
@@ -27,12 +28,14 @@ struct PhiCore {
     limits: Limits,
     end_agent_at_limit: bool,
     agents: HashMap<String, AgentState>,
+    /// Tests: check the mirror against a rebuild from the view at every call.
+    #[cfg(test)]
+    check_mirror: bool,
 }
 
 #[derive(Default)]
 struct AgentState {
-    estimate: Running,
-    short: tiers::ShortResults,
+    mirror: Mirror,
     tracker: Tracker,
     clock_note_given: bool,
 }
@@ -58,6 +61,8 @@ impl PhiCore {
             },
             end_agent_at_limit: params.bool(config::END_AGENT_AT_LIMIT),
             agents: HashMap::new(),
+            #[cfg(test)]
+            check_mirror: false,
             params,
         }
     }
@@ -103,7 +108,11 @@ impl Strategy for PhiCore {
                 "the log has no timestamps for this agent: max_duration cannot be checked",
             );
         }
-        let estimated = state.estimate.update(call);
+        let estimated = state.mirror.sync(call);
+        #[cfg(test)]
+        if self.check_mirror {
+            state.mirror.check(call, settings.tool_output_max_lines)?;
+        }
         if !state.tracker.stopped {
             if let Some(reason) = state.tracker.check(call, &limits) {
                 state.tracker.stopped = true;
@@ -151,7 +160,7 @@ impl Strategy for PhiCore {
         }
         out.event(EventKind::Note, "CompactionStarted", started);
 
-        let outcome = tiers::compact(call, &settings, estimated, &mut state.short);
+        let outcome = tiers::compact(call, &settings, estimated, &mut state.mirror);
         for step in &outcome.steps {
             let (kind, verb) = if step.changed {
                 (EventKind::Compaction, "")
@@ -192,8 +201,7 @@ impl Strategy for PhiCore {
                 ),
             );
         }
-        emit_ops(call, &outcome, out);
-        state.estimate.invalidate();
+        emit_ops(call, &outcome, out, &mut state.mirror);
         out.gauge("estimate", (outcome.after + sys) as f64);
         Ok(())
     }
@@ -222,15 +230,18 @@ fn headroom(compact_at_pct: f64, system_prompt_tokens: u64, max: u64, estimated:
 }
 
 /// Turns the final item list into ops over the view: gaps are drops, replaced ranges become the
-/// literal user message phi-core writes, cut tool outputs become head/tail truncations.
-fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision) {
+/// literal user message phi-core writes, cut tool outputs become head/tail truncations. The
+/// mirror takes the layout the host will hold once the ops are applied.
+fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision, mirror: &mut Mirror) {
+    let mut layout: Vec<Slot> = Vec::with_capacity(outcome.items.len());
+    let mut dirty: Vec<usize> = Vec::new();
     let mut pos = 0;
     for item in &outcome.items {
         if item.start > pos {
             out.drop_range(pos..item.start, Scope::Persistent);
         }
         match &item.kind {
-            Kind::Keep(None) => {}
+            Kind::Keep(None) => layout.push(mirror.take(item.start)),
             Kind::Keep(Some(t)) => {
                 out.op(
                     OpKind::Truncate {
@@ -241,6 +252,8 @@ fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision) {
                     Scope::Persistent,
                     item.start..item.end,
                 );
+                dirty.push(layout.len());
+                layout.push(Slot::rewritten(item.est));
             }
             Kind::Replace(text) => {
                 // A marker bigger than the little it replaces would be refused: drop instead.
@@ -255,6 +268,8 @@ fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision) {
                         Scope::Persistent,
                         item.start..item.end,
                     );
+                    dirty.push(layout.len());
+                    layout.push(Slot::rewritten(item.est));
                 } else if item.end > item.start {
                     out.drop_range(item.start..item.end, Scope::Persistent);
                 }
@@ -265,6 +280,7 @@ fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision) {
     if pos < call.len() {
         out.drop_range(pos..call.len(), Scope::Persistent);
     }
+    mirror.compacted(layout, dirty);
 }
 
 pub struct ContextStrategy;

@@ -524,3 +524,209 @@ fn the_plugin_table_lists_the_strategy() {
     let t = plugin_table();
     assert_eq!(t.strategies_len, 1);
 }
+
+/// A small model of the host for multi-call tests: the agent's working context, persistent ops
+/// applied as the engine applies them (last to first; summaries get new ids; truncation keeps
+/// `head` chars, the marker and `tail` chars, and the tool bodies become the new text).
+struct MiniHost {
+    msgs: Vec<TestMsg>,
+    next_id: u64,
+    seen: usize,
+    calls: u64,
+}
+
+impl MiniHost {
+    fn new() -> MiniHost {
+        MiniHost {
+            msgs: Vec::new(),
+            next_id: 1,
+            seen: 0,
+            calls: 0,
+        }
+    }
+    fn push(&mut self, mut m: TestMsg) {
+        m.id = self.next_id;
+        self.next_id += 1;
+        self.msgs.push(m);
+    }
+    fn call(&mut self) -> TestCall {
+        let mut c = TestCall::new(self.msgs.clone());
+        c.new_messages = (self.msgs.len() - self.seen) as u64;
+        c.agent_call_index = self.calls;
+        c.call_index = self.calls;
+        self.calls += 1;
+        c
+    }
+    fn apply(&mut self, d: &Decision) {
+        let mut ops: Vec<&Op> = d
+            .ops
+            .iter()
+            .filter(|o| o.scope == Scope::Persistent)
+            .collect();
+        ops.sort_by_key(|o| o.start);
+        for op in ops.into_iter().rev() {
+            match &op.kind {
+                OpKind::Drop => {
+                    self.msgs.drain(op.start..op.end);
+                }
+                OpKind::Summarize { role, text, .. } => {
+                    let mut m = TestMsg::new(*role, text);
+                    m.flags |= ctxlab_plugin_api::abi::FLAG_SUMMARY;
+                    m.id = self.next_id;
+                    self.next_id += 1;
+                    self.msgs.splice(op.start..op.end, [m]);
+                }
+                OpKind::Truncate { head, tail, marker } => {
+                    for m in &mut self.msgs[op.start..op.end] {
+                        let chars: Vec<char> = m.text.chars().collect();
+                        let (h, t) = (*head as usize, *tail as usize);
+                        if h + t >= chars.len() {
+                            continue;
+                        }
+                        let mut s: String = chars[..h].iter().collect();
+                        s.push_str(marker);
+                        s.extend(&chars[chars.len() - t..]);
+                        m.text = s.clone();
+                        for tool in &mut m.tools {
+                            tool.body = s.clone();
+                        }
+                        m.flags |= ctxlab_plugin_api::abi::FLAG_EDITED;
+                    }
+                }
+                other => panic!("phi-core does not emit {other:?}"),
+            }
+        }
+        self.seen = self.msgs.len();
+    }
+}
+
+/// splitmix64: deterministic randomness without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Tool output of `n` lines, with the shapes level 1 must get right: CRLF endings, a trailing
+/// newline, multi-byte characters, empty lines.
+fn random_output(r: &mut Rng) -> String {
+    let n = match r.below(10) {
+        0..=4 => 1 + r.below(12),
+        5..=7 => 10 + r.below(60),
+        _ => 60 + r.below(300),
+    };
+    let eol = if r.below(6) == 0 { "\r\n" } else { "\n" };
+    let mut s = String::new();
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(eol);
+        }
+        match r.below(8) {
+            0 => {}
+            1 => s.push_str("résumé → ünïcode ✓"),
+            _ => s.push_str(&format!("{i:>4} let v = handler_{}(ctx);", r.below(97))),
+        }
+    }
+    if r.below(3) == 0 {
+        s.push_str(eol);
+    }
+    s
+}
+
+/// Runs `calls` model calls of a random tool-heavy session through two instances — one keeping its
+/// mirror across calls (and checking it against the view at every call), one rebuilding all its
+/// state from the view at every call — and asserts they decide exactly the same.
+fn incremental_equals_from_scratch(seed: u64, params: Value, calls: usize) -> Vec<String> {
+    let p = Params::resolve(&config::schema(), &params).unwrap();
+    let mut inc = PhiCore::new(p.clone());
+    inc.check_mirror = true;
+    let mut scratch = PhiCore::new(p);
+    let mut host = MiniHost::new();
+    let mut r = Rng(seed);
+    let mut codes_seen = Vec::new();
+    let mut k = 0;
+    let mut decide = |host: &mut MiniHost, k: &mut usize, codes_seen: &mut Vec<String>| {
+        let call = host.call();
+        let a = call
+            .decide(&mut inc)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        for st in scratch.agents.values_mut() {
+            st.mirror.reset();
+        }
+        let b = call.decide(&mut scratch).unwrap();
+        assert_eq!(
+            a, b,
+            "seed {seed}, call {k}: incremental and from-scratch differ"
+        );
+        for e in &a.events {
+            if !codes_seen.contains(&e.code) {
+                codes_seen.push(e.code.clone());
+            }
+        }
+        host.apply(&a);
+        *k += 1;
+    };
+    while k < calls {
+        host.push(TestMsg::user(&format!(
+            "request {k}: fix src/mod_{}.rs",
+            r.below(97)
+        )));
+        for round in 0..r.below(5) {
+            decide(&mut host, &mut k, &mut codes_seen);
+            let id = format!("t{k}_{round}");
+            let tool = ["read", "grep", "bash"][r.below(3) as usize];
+            host.push(TestMsg::tool_call(&id, tool, "{\"path\":\"src/a.rs\"}"));
+            host.push(TestMsg::tool_result(&id, tool, &random_output(&mut r)));
+        }
+        decide(&mut host, &mut k, &mut codes_seen);
+        let answer = match r.below(4) {
+            0 => String::new(),
+            1 => "done".to_string(),
+            _ => "the handler returns early; ".repeat(1 + r.below(40) as usize),
+        };
+        host.push(TestMsg::assistant(&answer));
+    }
+    codes_seen
+}
+
+#[test]
+fn incremental_state_decides_as_a_rebuild_from_the_view_over_random_sessions() {
+    let mut all: Vec<String> = Vec::new();
+    let sets = [
+        json!({"max_context_tokens": 3000, "system_prompt_tokens": 0,
+               "legacy_tool_output_max_lines": 20}),
+        json!({"max_context_tokens": 6000, "system_prompt_tokens": 500, "keep_recent": 6,
+               "keep_first": 1, "legacy_tool_output_max_lines": 8}),
+        json!({"max_context_tokens": 1500, "system_prompt_tokens": 100, "keep_recent": 3,
+               "keep_first": 3, "legacy_tool_output_max_lines": 50}),
+        json!({"max_context_tokens": 20000, "system_prompt_tokens": 0, "keep_recent": 40,
+               "legacy_tool_output_max_lines": 4, "max_turns": 1000}),
+    ];
+    for (i, params) in sets.iter().enumerate() {
+        for seed in 0..6 {
+            let codes = incremental_equals_from_scratch(seed * 31 + i as u64, params.clone(), 400);
+            for c in codes {
+                if !all.contains(&c) {
+                    all.push(c);
+                }
+            }
+        }
+    }
+    // The sessions reach every level (and the op-cap deferral) at least once.
+    for want in [
+        "compaction_nothing_to_do",
+        "level1_truncate_tool_outputs",
+        "level2_summarize_old_turns",
+        "level3_drop_middle",
+    ] {
+        assert!(all.iter().any(|c| c == want), "{want} never fired: {all:?}");
+    }
+}

@@ -3,10 +3,10 @@
 //! the previous level's result; here that result is a list of items, each standing for a range of
 //! positions of the view, so the final list turns into ops over the view as the host gave it.
 
-use crate::estimate::{is_tool_result, message_tokens, msg_tokens, user_text_tokens};
+use crate::estimate::user_text_tokens;
+use crate::mirror::{Mirror, L1};
 use ctxlab_plugin_api::pairs::Cuts;
 use ctxlab_plugin_api::{Call, Role};
-use std::collections::HashSet;
 
 /// The host refuses decisions of more than 256 ops; a few are kept for drops around summaries.
 const MAX_TRUNCATIONS: usize = 240;
@@ -115,54 +115,33 @@ pub fn head_tail(text: &str, max_lines: usize) -> Option<(Trunc, usize)> {
     ))
 }
 
-/// Tool results known to have no more lines than level 1 keeps, by (id, text bytes): phi-core
-/// compacts at every call while it is over its budget, and splitting every result of the window
-/// into lines each time is most of what level 1 costs. An edit changes the length, so the key.
-#[derive(Default)]
-pub struct ShortResults(HashSet<(u64, usize)>);
-
-impl ShortResults {
-    fn forget_old(&mut self, len: usize) {
-        // Ids of messages compacted away are never asked again: drop them all now and then.
-        if self.0.len() > 4 * len + 1024 {
-            self.0.clear();
-        }
-    }
-}
-
-/// Runs the tiers on the call's view. `before` is phi-core's estimate of the messages.
-pub fn compact(call: &Call<'_>, s: &Settings, before: u64, short: &mut ShortResults) -> Outcome {
+/// Runs the tiers on the call's view. `before` is phi-core's estimate of the messages; `mirror`
+/// holds each message's estimate and level-1 cut, in step with the view.
+pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) -> Outcome {
     let mut steps = Vec::new();
     let mut deferred = 0;
 
     // Level 1: every tool output over the line limit keeps its head and tail.
-    let mut items: Vec<Item> = call
-        .messages()
+    let mut items: Vec<Item> = mirror
+        .slots
+        .iter()
         .enumerate()
-        .map(|(i, m)| Item {
+        .map(|(i, slot)| Item {
             start: i,
             end: i + 1,
-            est: msg_tokens(&m),
+            est: slot.est,
             kind: Kind::Keep(None),
         })
         .collect();
     let mut cut: Vec<(usize, Trunc, u64)> = Vec::new();
-    short.forget_old(call.len());
-    for (i, m) in call.messages().enumerate() {
-        if !is_tool_result(&m) {
+    for (i, item) in items.iter().enumerate() {
+        if !mirror.slots[i].tool_result {
             continue;
         }
-        let key = (m.id(), m.text_len());
-        if short.0.contains(&key) {
-            continue;
-        }
-        let Some((t, bytes)) = head_tail(m.text(), s.tool_output_max_lines) else {
-            short.0.insert(key);
-            continue;
-        };
-        let est = message_tokens(&m, bytes);
-        if est < items[i].est {
-            cut.push((i, t, est));
+        if let L1::Cut { trunc, est } = mirror.l1(call, i, s.tool_output_max_lines) {
+            if *est < item.est {
+                cut.push((i, trunc.clone(), *est));
+            }
         }
     }
     if cut.len() > MAX_TRUNCATIONS {
@@ -226,7 +205,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, short: &mut ShortResu
             }
             if m.role() == Role::Assistant {
                 let mut j = i + 1;
-                while j < boundary && is_tool_result(&call.msg(j)) {
+                while j < boundary && mirror.slots[j].tool_result {
                     j += 1;
                 }
                 let j = cuts.at_or_after(j).min(boundary);
@@ -255,7 +234,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, short: &mut ShortResu
                     out.extend(items[i..j].iter().cloned());
                 }
                 i = j;
-            } else if is_tool_result(&m) {
+            } else if mirror.slots[i].tool_result {
                 // An orphaned result in the old part is dropped (a gap in the item list).
                 i = cuts.at_or_after(i + 1).min(boundary).max(i + 1);
                 edits += 1;
