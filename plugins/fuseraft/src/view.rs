@@ -7,6 +7,7 @@
 use crate::intent;
 use crate::settings::{AgentWindow, CONSUMED_READ_CHARS};
 use ctxlab_plugin_api::sdk::{Call, Decision, Msg, OpKind, Role, Scope};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 /// The host refuses a decision with more ops than this.
@@ -14,7 +15,62 @@ pub const MAX_OPS: usize = 256;
 
 pub const STRIPPED: &str = "[tool result omitted — ContextWindow]";
 
-#[derive(Debug, Clone, PartialEq)]
+/// The marker a truncation ends with, written out only for the ops a call emits (most planned
+/// truncations of a long view are only counted, never sent).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Marker {
+    /// `[… N chars omitted]` (MaxToolResultChars, the trim retry), with the message's chars.
+    Omitted(u64),
+    /// The consumed-read marker, with the message's chars.
+    Consumed(u64),
+    /// `[… truncated for replay — N chars total]` (MaxReplayChars), with the message's chars.
+    Replay(u64),
+}
+
+const OMITTED: (&str, &str) = ("\n[… ", " chars omitted]");
+const CONSUMED: (&str, &str) = (
+    "\n[… ",
+    " chars omitted — the file was modified later (write_file/patch_file); re-read it if needed]",
+);
+const REPLAY: (&str, &str) = ("\n[… truncated for replay — ", " chars total]");
+
+impl Marker {
+    fn parts(self, head: u64) -> ((&'static str, &'static str), u64) {
+        match self {
+            Marker::Omitted(chars) => (OMITTED, chars - head),
+            Marker::Consumed(chars) => (CONSUMED, chars - head),
+            Marker::Replay(chars) => (REPLAY, chars),
+        }
+    }
+
+    /// The marker's text after `head` kept chars.
+    pub fn text(self, head: u64) -> String {
+        let ((pre, post), n) = self.parts(head);
+        format!("{pre}{}{post}", ctxlab_plugin_api::sdk::fmt_tokens(n))
+    }
+
+    /// `intent::estimate_tokens(&self.text(head))` without writing the text: the number is ASCII
+    /// digits and separators.
+    pub fn tokens(self, head: u64) -> u64 {
+        let ((pre, post), n) = self.parts(head);
+        let count = |s: &str| {
+            s.chars().fold((0u64, 0u64), |(a, o), c| {
+                if c.is_ascii() {
+                    (a + 1, o)
+                } else {
+                    (a, o + 1)
+                }
+            })
+        };
+        let (a1, o1) = count(pre);
+        let (a2, o2) = count(post);
+        let digits = n.checked_ilog10().unwrap_or(0) as u64 + 1;
+        let ascii = a1 + a2 + digits + (digits - 1) / 3;
+        ascii.div_ceil(4) + o1 + o2 + 4
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action {
     Keep,
     /// Taken by a persistent op of this decision (or the prefix no filter touches).
@@ -22,9 +78,9 @@ pub enum Action {
     Drop,
     Truncate {
         head: u64,
-        marker: String,
+        marker: Marker,
     },
-    Mask(String),
+    Mask(&'static str),
 }
 
 impl Action {
@@ -43,6 +99,16 @@ pub fn is_pure_frame(m: &Msg) -> bool {
     if !m.has_tool_calls() {
         return false;
     }
+    let text = m.text();
+    let mut bodies = m.tools().map(|t| t.body()).filter(|b| !b.is_empty());
+    if let (Some(body), None) = (bodies.next(), bodies.next()) {
+        // One body (the usual frame): the text less its first occurrence, without a copy.
+        let blank = |s: &str| s.trim().is_empty();
+        return match text.find(body) {
+            Some(at) => blank(&text[..at]) && blank(&text[at + body.len()..]),
+            None => blank(text),
+        };
+    }
     let mut rest = m.text().to_string();
     for t in m.tools() {
         if !t.body().is_empty() {
@@ -52,22 +118,26 @@ pub fn is_pure_frame(m: &Msg) -> bool {
     rest.trim().is_empty()
 }
 
-/// Where the calls and results of the view sit.
-pub struct PairIndex {
+/// Where the calls and results of the view sit (borrowing the view's strings: no copies).
+pub struct PairIndex<'a> {
     /// call id → position of the message making it.
-    pub call_pos: HashMap<String, usize>,
+    pub call_pos: HashMap<&'a str, usize>,
     /// call id → (tool name, arguments).
-    pub call_info: HashMap<String, (String, String)>,
+    pub call_info: HashMap<&'a str, (&'a str, &'a str)>,
     /// position of a call message → positions of the messages answering it.
     pub results_of: HashMap<usize, Vec<usize>>,
+    /// Consumed reads of the view, worked out once per call (the filters and every trim stage
+    /// ask).
+    consumed: OnceCell<Vec<bool>>,
 }
 
-impl PairIndex {
-    pub fn build(call: &Call, from: usize) -> PairIndex {
+impl<'a> PairIndex<'a> {
+    pub fn build(call: &Call<'a>, from: usize) -> PairIndex<'a> {
         let mut idx = PairIndex {
             call_pos: HashMap::new(),
             call_info: HashMap::new(),
             results_of: HashMap::new(),
+            consumed: OnceCell::new(),
         };
         for i in from..call.len() {
             let m = call.msg(i);
@@ -80,11 +150,8 @@ impl PairIndex {
                         }
                     }
                 } else {
-                    idx.call_pos.insert(t.id().to_string(), i);
-                    idx.call_info.insert(
-                        t.id().to_string(),
-                        (t.name().to_string(), t.body().to_string()),
-                    );
+                    idx.call_pos.insert(t.id(), i);
+                    idx.call_info.insert(t.id(), (t.name(), t.body()));
                 }
             }
         }
@@ -98,16 +165,16 @@ impl PairIndex {
             .collect()
     }
     /// Tool name of a result message (the result's own name, else its call's).
-    pub fn tool_name(&self, m: &Msg) -> String {
+    pub fn tool_name(&self, m: &Msg<'a>) -> &'a str {
         for t in m.tools().filter(|t| t.is_result()) {
             if !t.name().is_empty() {
-                return t.name().to_string();
+                return t.name();
             }
             if let Some((n, _)) = self.call_info.get(t.id()) {
-                return n.clone();
+                return n;
             }
         }
-        String::new()
+        ""
     }
     /// The file a read result came from, when its call was a read.
     fn read_path(&self, m: &Msg) -> Option<String> {
@@ -148,25 +215,8 @@ fn consumed_reads(call: &Call, idx: &PairIndex, from: usize) -> Vec<bool> {
     out
 }
 
-fn omitted_marker(chars: u64, head: u64) -> String {
-    format!(
-        "\n[… {} chars omitted]",
-        ctxlab_plugin_api::sdk::fmt_tokens(chars - head)
-    )
-}
-
-fn consumed_marker(chars: u64, head: u64) -> String {
-    format!(
-        "\n[… {} chars omitted — the file was modified later (write_file/patch_file); re-read it if needed]",
-        ctxlab_plugin_api::sdk::fmt_tokens(chars - head)
-    )
-}
-
 pub fn replay_marker(chars: u64) -> String {
-    format!(
-        "\n[… truncated for replay — {} chars total]",
-        ctxlab_plugin_api::sdk::fmt_tokens(chars)
-    )
+    Marker::Replay(chars).text(0)
 }
 
 /// TextOnly / ExcludeAgents: which messages leave the view.
@@ -193,7 +243,7 @@ pub fn strip(call: &Call, idx: &PairIndex, plan: &mut [Action], tools: bool, exc
         if plan[i] == Action::Drop && call.msg(i).has_tool_results() {
             let m = call.msg(i);
             if idx.calls_of(&m).iter().any(|&c| plan[c].kept()) {
-                plan[i] = Action::Mask(STRIPPED.into());
+                plan[i] = Action::Mask(STRIPPED);
             }
         }
     }
@@ -259,7 +309,7 @@ pub fn close_pairs(call: &Call, idx: &PairIndex, plan: &mut [Action]) {
         if plan[i] == Action::Drop && call.msg(i).has_tool_results() {
             let m = call.msg(i);
             if idx.calls_of(&m).iter().any(|&c| plan[c].kept()) {
-                plan[i] = Action::Mask(STRIPPED.into());
+                plan[i] = Action::Mask(STRIPPED);
             }
         }
     }
@@ -272,7 +322,7 @@ pub fn close_pairs(call: &Call, idx: &PairIndex, plan: &mut [Action]) {
             plan[c] = Action::Keep;
             for &r in results {
                 if plan[r] == Action::Drop {
-                    plan[r] = Action::Mask(STRIPPED.into());
+                    plan[r] = Action::Mask(STRIPPED);
                 }
             }
         }
@@ -281,19 +331,19 @@ pub fn close_pairs(call: &Call, idx: &PairIndex, plan: &mut [Action]) {
 
 /// Caps tool results at `cap_of(tool)` chars (consumed reads at 500) and replayed assistant text
 /// (before `turn_start`) at `replay_chars`.
-pub fn truncate(
-    call: &Call,
-    idx: &PairIndex,
+pub fn truncate<'a>(
+    call: &Call<'a>,
+    idx: &PairIndex<'a>,
     plan: &mut [Action],
     cap_of: &dyn Fn(&str) -> u64,
     consumed_rule: bool,
     replay_chars: u64,
     turn_start: usize,
 ) {
-    let consumed = if consumed_rule {
-        consumed_reads(call, idx, 0)
+    let consumed: &[bool] = if consumed_rule {
+        idx.consumed.get_or_init(|| consumed_reads(call, idx, 0))
     } else {
-        Vec::new()
+        &[]
     };
     for i in 0..plan.len() {
         let m = call.msg(i);
@@ -305,7 +355,7 @@ pub fn truncate(
         };
         if m.has_tool_results() {
             let is_consumed = consumed.get(i).copied().unwrap_or(false);
-            let mut cap = cap_of(&idx.tool_name(&m));
+            let mut cap = cap_of(idx.tool_name(&m));
             if is_consumed {
                 cap = if cap == 0 {
                     CONSUMED_READ_CHARS
@@ -315,9 +365,9 @@ pub fn truncate(
             }
             if cap > 0 && chars > cap && cap < current {
                 let marker = if is_consumed && cap == CONSUMED_READ_CHARS {
-                    consumed_marker(chars, cap)
+                    Marker::Consumed(chars)
                 } else {
-                    omitted_marker(chars, cap)
+                    Marker::Omitted(chars)
                 };
                 plan[i] = Action::Truncate { head: cap, marker };
             }
@@ -331,7 +381,7 @@ pub fn truncate(
         {
             plan[i] = Action::Truncate {
                 head: replay_chars,
-                marker: replay_marker(chars),
+                marker: Marker::Replay(chars),
             };
         }
     }
@@ -376,8 +426,7 @@ pub fn saved_tokens(call: &Call, plan: &[Action]) -> u64 {
             match a {
                 Action::Drop => m.tokens(),
                 Action::Truncate { head, marker } => {
-                    let kept =
-                        m.tokens() * head / m.chars().max(1) + intent::estimate_tokens(marker);
+                    let kept = m.tokens() * head / m.chars().max(1) + marker.tokens(*head);
                     m.tokens().saturating_sub(kept)
                 }
                 Action::Mask(p) => m.tokens().saturating_sub(intent::estimate_tokens(p)),
@@ -390,41 +439,134 @@ pub fn saved_tokens(call: &Call, plan: &[Action]) -> u64 {
 /// Emits the plan's edits as this-call ops, newest first when more than `room` are needed.
 /// Returns how many edits were left out.
 pub fn emit(plan: &[Action], room: usize, out: &mut Decision) -> usize {
-    let mut ops: Vec<(usize, usize, OpKind)> = Vec::new();
+    // (start, end, action) of each edit; texts are written only for the ops sent.
+    let mut ops: Vec<(usize, usize, Action)> = Vec::new();
     let mut i = 0;
     while i < plan.len() {
-        match &plan[i] {
+        match plan[i] {
             Action::Drop => {
                 let s = i;
                 while i < plan.len() && plan[i] == Action::Drop {
                     i += 1;
                 }
-                ops.push((s, i, OpKind::Drop));
+                ops.push((s, i, Action::Drop));
                 continue;
             }
-            Action::Truncate { head, marker } => ops.push((
-                i,
-                i + 1,
-                OpKind::Truncate {
-                    head: *head,
-                    tail: 0,
-                    marker: marker.clone(),
-                },
-            )),
-            Action::Mask(p) => ops.push((
-                i,
-                i + 1,
-                OpKind::Mask {
-                    placeholder: p.clone(),
-                },
-            )),
+            a @ (Action::Truncate { .. } | Action::Mask(_)) => ops.push((i, i + 1, a)),
             Action::Keep | Action::Locked => {}
         }
         i += 1;
     }
     let skip = ops.len().saturating_sub(room);
-    for (s, e, k) in ops.into_iter().skip(skip) {
-        out.op(k, Scope::ThisCall, s..e);
+    for (s, e, a) in ops.into_iter().skip(skip) {
+        let kind = match a {
+            Action::Truncate { head, marker } => OpKind::Truncate {
+                head,
+                tail: 0,
+                marker: marker.text(head),
+            },
+            Action::Mask(p) => OpKind::Mask {
+                placeholder: p.to_string(),
+            },
+            _ => OpKind::Drop,
+        };
+        out.op(kind, Scope::ThisCall, s..e);
     }
     skip
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxlab_plugin_api::testing::{TestCall, TestMsg, TestTool};
+
+    /// The markers as they were written before texts became lazy.
+    fn written(kind: &str, chars: u64, head: u64) -> String {
+        let f = ctxlab_plugin_api::sdk::fmt_tokens;
+        match kind {
+            "omitted" => format!("\n[… {} chars omitted]", f(chars - head)),
+            "consumed" => format!(
+                "\n[… {} chars omitted — the file was modified later (write_file/patch_file); re-read it if needed]",
+                f(chars - head)
+            ),
+            _ => format!("\n[… truncated for replay — {} chars total]", f(chars)),
+        }
+    }
+
+    #[test]
+    fn lazy_markers_write_and_count_as_the_written_ones() {
+        let mut sizes = vec![0u64, 1, 9, 10, 99, 100, 999, 1_000, 9_999, 10_000, 999_999];
+        sizes.extend([1_000_000, 12_345_678, 1_000_000_000, u64::MAX / 2]);
+        sizes.extend((0..2_000).map(|k| k * 7_919 % 5_000_000));
+        for &n in &sizes {
+            for head in [0u64, 500, 4_000] {
+                let chars = n + head;
+                for (kind, m) in [
+                    ("omitted", Marker::Omitted(chars)),
+                    ("consumed", Marker::Consumed(chars)),
+                    ("replay", Marker::Replay(chars)),
+                ] {
+                    let text = written(kind, chars, head);
+                    assert_eq!(m.text(head), text);
+                    assert_eq!(m.tokens(head), intent::estimate_tokens(&text), "{text}");
+                }
+            }
+        }
+    }
+
+    /// `is_pure_frame` as it was: remove each body's first occurrence from a copy of the text.
+    fn pure_frame_by_copy(m: &Msg) -> bool {
+        if !m.has_tool_calls() {
+            return false;
+        }
+        let mut rest = m.text().to_string();
+        for t in m.tools() {
+            if !t.body().is_empty() {
+                rest = rest.replacen(t.body(), "", 1);
+            }
+        }
+        rest.trim().is_empty()
+    }
+
+    #[test]
+    fn pure_frames_are_found_without_copying_the_text() {
+        let call_of = |text: &str, bodies: &[&str]| {
+            let mut m = TestMsg::tool_call("c0", "read", bodies.first().copied().unwrap_or(""));
+            m.text = text.into();
+            m.tools.clear();
+            for (k, b) in bodies.iter().enumerate() {
+                m.tools.push(TestTool {
+                    id: format!("c{k}"),
+                    name: "read".into(),
+                    body: (*b).into(),
+                    is_result: false,
+                    is_error: false,
+                });
+            }
+            m
+        };
+        let cases: Vec<TestMsg> = vec![
+            call_of("{\"p\":1}", &["{\"p\":1}"]),
+            call_of("  {\"p\":1}\n", &["{\"p\":1}"]),
+            call_of("let me read {\"p\":1}", &["{\"p\":1}"]),
+            call_of("{\"p\":1} then more", &["{\"p\":1}"]),
+            call_of("", &["{\"p\":1}"]),
+            call_of(" \n ", &[""]),
+            call_of("text", &[""]),
+            call_of("{}{}", &["{}"]),
+            call_of("{}\n{}", &["{}", "{}"]),
+            call_of("{\"a\":1}\n{\"b\":2}", &["{\"a\":1}", "{\"b\":2}"]),
+            call_of("{\"a\":1} and {\"b\":2}", &["{\"a\":1}", "{\"b\":2}"]),
+            call_of("ünï {}", &["{}"]),
+            call_of("\u{3000}{}\u{3000}", &["{}"]),
+            TestMsg::assistant("no calls"),
+        ];
+        let c = TestCall::new(cases);
+        c.with_view(|raw| {
+            let call = unsafe { Call::from_raw(raw) };
+            for m in call.messages() {
+                assert_eq!(is_pure_frame(&m), pure_frame_by_copy(&m), "{:?}", m.text());
+            }
+        });
+    }
 }
