@@ -9,6 +9,31 @@ use crate::settings::{AgentWindow, CONSUMED_READ_CHARS};
 use ctxlab_plugin_api::sdk::{Call, Decision, Msg, OpKind, Role, Scope};
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: the pair index hashes every call id of the view at each planned call, and SipHash was
+/// a visible share of that. Only looked up, never iterated, so the hasher changes no order.
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// The host refuses a decision with more ops than this.
 pub const MAX_OPS: usize = 256;
@@ -121,9 +146,9 @@ pub fn is_pure_frame(m: &Msg) -> bool {
 /// Where the calls and results of the view sit (borrowing the view's strings: no copies).
 pub struct PairIndex<'a> {
     /// call id → position of the message making it.
-    pub call_pos: HashMap<&'a str, usize>,
+    pub call_pos: FnvMap<&'a str, usize>,
     /// call id → (tool name, arguments).
-    pub call_info: HashMap<&'a str, (&'a str, &'a str)>,
+    pub call_info: FnvMap<&'a str, (&'a str, &'a str)>,
     /// position of a call message → positions of the messages answering it.
     pub results_of: HashMap<usize, Vec<usize>>,
     /// Consumed reads of the view, worked out once per call (the filters and every trim stage
@@ -134,8 +159,8 @@ pub struct PairIndex<'a> {
 impl<'a> PairIndex<'a> {
     pub fn build(call: &Call<'a>, from: usize) -> PairIndex<'a> {
         let mut idx = PairIndex {
-            call_pos: HashMap::new(),
-            call_info: HashMap::new(),
+            call_pos: FnvMap::default(),
+            call_info: FnvMap::default(),
             results_of: HashMap::new(),
             consumed: OnceCell::new(),
         };
