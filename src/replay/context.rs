@@ -17,6 +17,7 @@ use super::prepared::Prepared;
 use crate::model::{Message, MsgIdx, Part, Role, Session};
 use ctxlab_plugin_api::abi::*;
 use std::borrow::Cow;
+use std::collections::VecDeque;
 
 pub(crate) struct Entry<'a> {
     /// Order key, increasing with position.
@@ -50,7 +51,11 @@ pub(crate) struct Context<'a> {
     /// reserved up front, so it never reallocates and views may point into it.
     tool_arena: Vec<ToolView>,
     /// Fact id → keys (ascending) of the entries that hold it verbatim.
-    occurrences: Vec<Vec<u64>>,
+    /// (A deque: compactions mostly remove a fact's oldest occurrences.)
+    occurrences: Vec<VecDeque<u64>>,
+    /// `marks[f] == epoch`: fact `f` was already taken by the current `distinct_facts`.
+    marks: Vec<u32>,
+    epoch: u32,
     /// What simulated summaries stand for (the upper bound of recall), see `Coverage`.
     pub coverage: Coverage,
     /// Reused for the distinct facts of a removed or summarized range.
@@ -121,22 +126,27 @@ pub(crate) fn message_text(m: &Message) -> std::borrow::Cow<'_, str> {
 }
 
 impl<'a> Context<'a> {
-    /// An empty context for an agent with `tool_parts` tool calls and results in the session.
-    pub(crate) fn new(
-        session: &'a Session,
-        prepared: &'a Prepared,
-        tool_parts: usize,
-    ) -> Context<'a> {
+    /// An empty context for agent `a`. Its arrays reserve room for every message of the agent
+    /// (address space only: pages are touched as messages arrive), so a run that keeps the whole
+    /// history never copies them to grow.
+    pub(crate) fn new(session: &'a Session, prepared: &'a Prepared, a: usize) -> Context<'a> {
+        let n = prepared.agent_messages(a);
+        let mut prefix = Vec::with_capacity(n + 1);
+        prefix.push(0);
+        let mut pinned = Vec::with_capacity(n + 1);
+        pinned.push(0);
         Context {
             session,
             prepared,
-            entries: Vec::new(),
-            views: Vec::new(),
-            prefix: vec![0],
-            pinned: vec![0],
+            entries: Vec::with_capacity(n),
+            views: Vec::with_capacity(n),
+            prefix,
+            pinned,
             pairs: SpanTree::default(),
-            tool_arena: Vec::with_capacity(tool_parts),
+            tool_arena: Vec::with_capacity(prepared.tool_parts(a)),
             occurrences: Vec::new(),
+            marks: Vec::new(),
+            epoch: 0,
             coverage: Coverage::default(),
             scratch: Vec::new(),
             requests: 0,
@@ -211,7 +221,8 @@ impl<'a> Context<'a> {
     fn index_facts(&mut self, facts: &[FactId], key: u64) {
         if let Some(&max) = facts.last() {
             if max as usize >= self.occurrences.len() {
-                self.occurrences.resize_with(max as usize + 1, Vec::new);
+                self.occurrences
+                    .resize_with(max as usize + 1, VecDeque::new);
             }
         }
         for &f in facts {
@@ -225,8 +236,11 @@ impl<'a> Context<'a> {
         let prepared = self.prepared;
         let m = &session.messages[idx];
         let key = idx as u64;
-        let text = prepared.text(session, idx);
         let tokens = prepared.tokens(idx);
+        let answers = prepared.answers(idx);
+        let mut results = 0;
+        // The text of a message with one text-bearing part is that part (`message_text`).
+        let mut single: &str = "";
         let mut flags = 0u32;
         let mut partners = Vec::new();
         let tools_start = self.tool_arena.len();
@@ -234,10 +248,13 @@ impl<'a> Context<'a> {
         let mut image_bytes = 0u64;
         let mut has_text = false;
         let mut owned_tools: Option<Vec<ToolView>> = None;
-        for (k, p) in m.parts.iter().enumerate() {
+        for p in &m.parts {
             let view = match p {
                 Part::ToolCall { id, name, args } => {
                     flags |= FLAG_TOOL_CALL;
+                    if single.is_empty() {
+                        single = args;
+                    }
                     ToolView {
                         id: StrRef::new(id),
                         name: StrRef::new(name),
@@ -255,10 +272,15 @@ impl<'a> Context<'a> {
                     if *is_error {
                         flags |= FLAG_ERROR;
                     }
+                    if single.is_empty() {
+                        single = content;
+                    }
                     // The result's tool name is its call's; the pair is tracked while the call is
                     // in this context as itself.
                     let mut name = StrRef::EMPTY;
-                    if let Some(c) = prepared.answers(idx, k) {
+                    let answered = answers.get(results).filter(|c| c.msg != MsgIdx::MAX);
+                    results += 1;
+                    if let Some(c) = answered {
                         if let Some(Part::ToolCall { name: n, .. }) =
                             session.messages[c.msg].parts.get(c.part as usize)
                         {
@@ -286,11 +308,19 @@ impl<'a> Context<'a> {
                     image_bytes += bytes;
                     continue;
                 }
-                Part::Text { .. } => {
+                Part::Text { text } => {
                     has_text = true;
+                    if single.is_empty() {
+                        single = text;
+                    }
                     continue;
                 }
-                Part::Thinking { .. } => continue,
+                Part::Thinking { text } => {
+                    if single.is_empty() {
+                        single = text;
+                    }
+                    continue;
+                }
             };
             match &mut owned_tools {
                 Some(v) => v.push(view),
@@ -345,7 +375,7 @@ impl<'a> Context<'a> {
             agent: StrRef::new(&session.agents[m.agent].id),
             tokens,
             chars: prepared.chars(idx),
-            text: StrRef::new(text),
+            text: StrRef::new(prepared.joined_text(idx).unwrap_or(single)),
             tools,
             tools_len,
             images,
@@ -441,13 +471,7 @@ impl<'a> Context<'a> {
                     .collect();
                 let sid = self.coverage.summarize(key, &absorbed);
                 // Homing a fact in this summary is idempotent: once per distinct fact.
-                let mut homed = std::mem::take(&mut self.scratch);
-                homed.clear();
-                for en in &self.entries[s..e] {
-                    homed.extend_from_slice(&en.facts);
-                }
-                homed.sort_unstable();
-                homed.dedup();
+                let homed = self.distinct_facts(s, e);
                 for &f in &homed {
                     self.coverage.home(f, sid);
                 }
@@ -497,13 +521,7 @@ impl<'a> Context<'a> {
         let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
         // Keys grow with positions, so the range's occurrences of a fact are one run of its
         // list: each fact loses them in one drain, not one shift per occurrence.
-        let mut facts = std::mem::take(&mut self.scratch);
-        facts.clear();
-        for en in &self.entries[s..e] {
-            facts.extend_from_slice(&en.facts);
-        }
-        facts.sort_unstable();
-        facts.dedup();
+        let facts = self.distinct_facts(s, e);
         for &f in &facts {
             let v = &mut self.occurrences[f as usize];
             let a = v.partition_point(|&k| k < k0);
@@ -534,6 +552,30 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The distinct facts of the entries at `[s, e)` (in `scratch`: hand it back when done).
+    fn distinct_facts(&mut self, s: usize, e: usize) -> Vec<FactId> {
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+        for en in &self.entries[s..e] {
+            for &f in en.facts.iter() {
+                let f_us = f as usize;
+                if f_us >= self.marks.len() {
+                    self.marks.resize(f_us + 1, 0);
+                }
+                if self.marks[f_us] != self.epoch {
+                    self.marks[f_us] = self.epoch;
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+
     fn unindex_facts(&mut self, i: usize) {
         let key = self.entries[i].key;
         for &f in self.entries[i].facts.iter() {
@@ -545,8 +587,12 @@ impl<'a> Context<'a> {
     }
 
     /// Keys (ascending) of the entries holding fact `f` verbatim.
-    pub(crate) fn occurrences(&self, f: FactId) -> &[u64] {
-        self.occurrences.get(f as usize).map_or(&[], |v| v)
+    pub(crate) fn occurrences(&self, f: FactId) -> impl DoubleEndedIterator<Item = u64> + '_ {
+        self.occurrences
+            .get(f as usize)
+            .into_iter()
+            .flatten()
+            .copied()
     }
 
     /// Recomputes prefix sums, pinned counts and pair spans for positions `p..`.
@@ -585,8 +631,12 @@ pub(crate) struct Coverage {
     holder: Vec<u32>,
     /// Summary → its order key while it is in the context, else `u64::MAX`.
     live: Vec<u64>,
-    /// Fact → summaries it went into (compacted to live, distinct holders on every push).
+    /// Fact → summaries it went into; compacted to live, distinct holders whenever it has
+    /// doubled since the last compaction (so a push costs O(1) amortised, however many
+    /// summaries stay live).
     homes: Vec<Vec<u32>>,
+    /// Fact → length of its home list after its last compaction.
+    compacted: Vec<u32>,
 }
 
 impl Coverage {
@@ -632,13 +682,25 @@ impl Coverage {
     }
 
     fn home(&mut self, f: FactId, s: u32) {
-        if f as usize >= self.homes.len() {
-            self.homes.resize_with(f as usize + 1, Vec::new);
+        let fi = f as usize;
+        if fi >= self.homes.len() {
+            self.homes.resize_with(fi + 1, Vec::new);
+            self.compacted.resize(fi + 1, 0);
         }
-        let mut kept = std::mem::take(&mut self.homes[f as usize]);
-        kept.retain(|&h| self.holder(h).is_some_and(|(holder, _)| holder != s));
-        kept.push(s);
-        self.homes[f as usize] = kept;
+        let mut list = std::mem::take(&mut self.homes[fi]);
+        if list.len() >= 2 * self.compacted[fi] as usize + 4 {
+            // A summary's live holder stands for it (same class), so the list becomes its
+            // distinct live holders.
+            list = list
+                .iter()
+                .filter_map(|&h| self.holder(h).map(|(holder, _)| holder))
+                .collect();
+            list.sort_unstable();
+            list.dedup();
+            self.compacted[fi] = list.len() as u32;
+        }
+        list.push(s);
+        self.homes[fi] = list;
     }
 
     fn gone(&mut self, s: u32) {
@@ -661,10 +723,10 @@ fn span(key: u64, partners: &[u64]) -> (u64, u64) {
         .fold((key, key), |(lo, hi), &p| (lo.min(p), hi.max(p)))
 }
 
-fn insert_sorted(v: &mut Vec<u64>, key: u64) {
-    match v.last() {
-        Some(&last) if last < key => v.push(key),
-        None => v.push(key),
+fn insert_sorted(v: &mut VecDeque<u64>, key: u64) {
+    match v.back() {
+        Some(&last) if last < key => v.push_back(key),
+        None => v.push_back(key),
         _ => {
             if let Err(p) = v.binary_search(&key) {
                 v.insert(p, key);

@@ -126,9 +126,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             label,
             recorded,
             budget,
-            contexts: (0..n)
-                .map(|a| Context::new(session, prepared, prepared.tool_parts(a)))
-                .collect(),
+            contexts: (0..n).map(|a| Context::new(session, prepared, a)).collect(),
             agents,
             facts: Facts::new(prepared.interner()),
             next_id: 0,
@@ -645,7 +643,7 @@ fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (b
     };
     let mut upper = false;
     {
-        for &key in ctx.occurrences(f).iter().rev() {
+        for key in ctx.occurrences(f).rev() {
             let Some(pos) = ctx.position(key) else {
                 continue;
             };

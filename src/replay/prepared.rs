@@ -46,8 +46,12 @@ pub struct Prepared {
     texts: Vec<Box<str>>,
     fact_list: Vec<FactId>,
     facts: Interner,
-    /// Tool results whose call is known: (message, part) → the call.
-    answers: FxHashMap<(MsgIdx, u32), Answers>,
+    /// `answers[answers_at[m]..answers_at[m + 1]]`: for each tool result of message `m`, in
+    /// order, the call it answers (`msg` = `MsgIdx::MAX` when the log has no such call).
+    answers_at: Vec<u32>,
+    answers: Vec<Answers>,
+    /// Per agent: its messages in the session.
+    agent_messages: Vec<usize>,
     /// Per agent: tool calls and results in its messages.
     tool_parts: Vec<usize>,
 }
@@ -62,8 +66,10 @@ impl Prepared {
         let interner = Interner::default();
         let mut facts = Facts::new(&interner);
         let mut calls: FxHashMap<(usize, &str), Answers> = FxHashMap::default();
-        let mut answers = FxHashMap::default();
+        let mut answers = Vec::new();
+        let mut answers_at = Vec::with_capacity(n + 1);
         let mut tool_parts = vec![0; session.agents.len()];
+        let mut agent_messages = vec![0; session.agents.len()];
         for (i, m) in session.messages.iter().enumerate() {
             let text = message_text(m);
             let start = fact_list.len() as u32;
@@ -81,6 +87,10 @@ impl Prepared {
                 },
             };
             prep.push(p);
+            answers_at.push(answers.len() as u32);
+            if let Some(c) = agent_messages.get_mut(m.agent) {
+                *c += 1;
+            }
             for (k, part) in m.parts.iter().enumerate() {
                 if matches!(part, Part::ToolCall { .. } | Part::ToolResult { .. }) {
                     if let Some(t) = tool_parts.get_mut(m.agent) {
@@ -98,14 +108,18 @@ impl Prepared {
                         );
                     }
                     Part::ToolResult { call_id, .. } => {
-                        if let Some(&c) = calls.get(&(m.agent, call_id.as_str())) {
-                            answers.insert((i, k as u32), c);
-                        }
+                        answers.push(calls.get(&(m.agent, call_id.as_str())).copied().unwrap_or(
+                            Answers {
+                                msg: MsgIdx::MAX,
+                                part: 0,
+                            },
+                        ));
                     }
                     _ => {}
                 }
             }
         }
+        answers_at.push(answers.len() as u32);
         let facts = facts.into_interner();
         Prepared {
             session: session.id.clone(),
@@ -115,7 +129,9 @@ impl Prepared {
             texts,
             fact_list,
             facts,
+            answers_at,
             answers,
+            agent_messages,
             tool_parts,
         }
     }
@@ -160,15 +176,12 @@ impl Prepared {
         &self.fact_list[s as usize..e as usize]
     }
 
-    /// The message's text as the model sees it (`message_text`), without joining parts again.
-    pub(crate) fn text<'a>(&'a self, session: &'a Session, m: MsgIdx) -> &'a str {
+    /// The joined text of message `m` when it has several text-bearing parts (`message_text`);
+    /// `None` when its text is its single such part, or empty.
+    pub(crate) fn joined_text(&self, m: MsgIdx) -> Option<&str> {
         match self.prep[m].text {
-            NONE => match message_text(&session.messages[m]) {
-                Cow::Borrowed(s) => s,
-                // Prepared from this session (checked): a several-part text has an index.
-                Cow::Owned(_) => "",
-            },
-            t => &self.texts[t as usize],
+            NONE => None,
+            t => Some(&self.texts[t as usize]),
         }
     }
 
@@ -181,7 +194,14 @@ impl Prepared {
         self.tool_parts.get(a).copied().unwrap_or(0)
     }
 
-    pub(crate) fn answers(&self, m: MsgIdx, part: usize) -> Option<Answers> {
-        self.answers.get(&(m, part as u32)).copied()
+    /// Messages of agent `a`.
+    pub(crate) fn agent_messages(&self, a: usize) -> usize {
+        self.agent_messages.get(a).copied().unwrap_or(0)
+    }
+
+    /// The calls the tool results of message `m` answer, one per result part in order
+    /// (`msg` = `MsgIdx::MAX` for a result whose call the log lacks).
+    pub(crate) fn answers(&self, m: MsgIdx) -> &[Answers] {
+        &self.answers[self.answers_at[m] as usize..self.answers_at[m + 1] as usize]
     }
 }
