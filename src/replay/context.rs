@@ -547,7 +547,12 @@ impl<'a> Context<'a> {
         self.views.drain(s..e);
         for (partner, gone) in outside {
             if let Some(p) = self.position(partner) {
-                self.entries[p].partners.retain(|&k| k != gone);
+                let en = &mut self.entries[p];
+                en.partners.retain(|&k| k != gone);
+                // Its span must forget the removed partner too (positions before the edit are
+                // not rebuilt).
+                let (lo, hi) = span(en.key, &en.partners);
+                self.pairs.set(p, lo, hi);
             }
         }
     }
@@ -851,6 +856,177 @@ impl SpanTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::test_support::{Chars4, SessionBuilder};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// What a naive model of the context says: per position, the key, the facts held verbatim,
+    /// and (for summaries) the facts the summary stands for.
+    struct Naive {
+        keys: Vec<u64>,
+        facts: Vec<BTreeSet<FactId>>,
+        covers: Vec<BTreeSet<FactId>>,
+        summary: Vec<bool>,
+    }
+
+    /// Random appends, drops, summaries and re-texts of a context: after each, every index the
+    /// engine reads (token sums, fact occurrences, summary coverage, tool-pair spans) equals what a
+    /// from-scratch scan of a naive model gives.
+    #[test]
+    fn indexes_equal_a_naive_model_after_random_edits() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m.max(1)
+        };
+        for round in 0..12 {
+            let mut b = SessionBuilder::new();
+            let a = b.agent("main");
+            let mut open_call: Option<String> = None;
+            for i in 0..300 {
+                let facts: Vec<String> = (0..next(4))
+                    .map(|_| format!("file_{}.rs", next(40)))
+                    .collect();
+                let text = format!("step {i} {}", facts.join(" "));
+                match (next(5), open_call.take()) {
+                    (0, None) => {
+                        let id = format!("call_{round}_{i}");
+                        b.tool_call(a, &id, &text);
+                        open_call = Some(id);
+                    }
+                    (_, Some(id)) if next(3) > 0 => {
+                        b.tool_result(a, &id, &text);
+                    }
+                    (_, keep) => {
+                        open_call = keep;
+                        b.msg(
+                            a,
+                            if i % 2 == 0 {
+                                Role::User
+                            } else {
+                                Role::Assistant
+                            },
+                            text,
+                        );
+                    }
+                }
+            }
+            let session = b.session;
+            let prepared = Prepared::new(&session, &Chars4);
+            let mut facts = Facts::new(prepared.interner());
+            let mut ctx = Context::new(&session, &prepared, 0);
+            let mut naive = Naive {
+                keys: Vec::new(),
+                facts: Vec::new(),
+                covers: Vec::new(),
+                summary: Vec::new(),
+            };
+            let mut next_id = 0u64;
+            for m in 0..session.messages.len() {
+                next_id += 1;
+                ctx.append(m, next_id);
+                naive.keys.push(m as u64);
+                naive
+                    .facts
+                    .push(prepared.facts_of(m).iter().copied().collect());
+                naive.covers.push(BTreeSet::new());
+                naive.summary.push(false);
+                if next(6) == 0 && ctx.len() >= 4 {
+                    let s = next(ctx.len() as u64 - 2) as usize;
+                    let e = s + 1 + next((ctx.len() - s) as u64 - 1) as usize;
+                    match next(3) {
+                        0 => {
+                            ctx.apply(s, e, Replacement::Nothing, &mut next_id, &mut facts);
+                            for v in [&mut naive.facts, &mut naive.covers] {
+                                v.drain(s..e);
+                            }
+                            naive.keys.drain(s..e);
+                            naive.summary.drain(s..e);
+                        }
+                        1 => {
+                            let text = format!("summary keeps file_{}.rs", next(40));
+                            let own: BTreeSet<FactId> =
+                                facts.extract(&text).iter().copied().collect();
+                            let mut covers = BTreeSet::new();
+                            for i in s..e {
+                                covers.extend(naive.facts[i].iter().copied());
+                                covers.extend(naive.covers[i].iter().copied());
+                            }
+                            let key = naive.keys[s];
+                            ctx.apply(
+                                s,
+                                e,
+                                Replacement::Summary {
+                                    role: Role::User,
+                                    text,
+                                    tokens: 7,
+                                },
+                                &mut next_id,
+                                &mut facts,
+                            );
+                            naive.keys.splice(s..e, [key]);
+                            naive.facts.splice(s..e, [own]);
+                            naive.covers.splice(s..e, [covers]);
+                            naive.summary.splice(s..e, [true]);
+                        }
+                        _ => {
+                            let texts: Vec<(String, u64)> = (s..e)
+                                .map(|_| (format!("edited file_{}.rs", next(40)), 3))
+                                .collect();
+                            for (i, (t, _)) in (s..e).zip(&texts) {
+                                naive.facts[i] = facts.extract(t).iter().copied().collect();
+                            }
+                            ctx.apply(s, e, Replacement::Texts(texts), &mut next_id, &mut facts);
+                        }
+                    }
+                }
+                // Compare every index with the naive model.
+                assert_eq!(ctx.len(), naive.keys.len());
+                let keys: Vec<u64> = ctx.entries.iter().map(|e| e.key).collect();
+                assert_eq!(keys, naive.keys, "round {round}, message {m}");
+                let total: u64 = ctx.views.iter().map(|v| v.tokens).sum();
+                assert_eq!(ctx.total_tokens(), total);
+                let mut by_fact: BTreeMap<FactId, Vec<u64>> = BTreeMap::new();
+                let mut covered: BTreeMap<FactId, BTreeSet<u64>> = BTreeMap::new();
+                for (i, fs) in naive.facts.iter().enumerate() {
+                    for &f in fs {
+                        by_fact.entry(f).or_default().push(naive.keys[i]);
+                    }
+                    if naive.summary[i] {
+                        for &f in &naive.covers[i] {
+                            covered.entry(f).or_default().insert(naive.keys[i]);
+                        }
+                    }
+                }
+                for f in 0..(prepared.interner_len() as FactId + 64) {
+                    let got: Vec<u64> = ctx.occurrences(f).collect();
+                    assert_eq!(
+                        got,
+                        by_fact.get(&f).cloned().unwrap_or_default(),
+                        "occurrences of fact {f}, round {round}, message {m}"
+                    );
+                    let got: BTreeSet<u64> = ctx.coverage.keys(f).collect();
+                    assert_eq!(
+                        got,
+                        covered.get(&f).cloned().unwrap_or_default(),
+                        "coverage of fact {f}, round {round}, message {m}"
+                    );
+                }
+                ctx.settle();
+                for _ in 0..4 {
+                    let s = next(ctx.len() as u64) as usize;
+                    let e = s + 1 + next((ctx.len() - s) as u64) as usize;
+                    let (k0, k1) = (naive.keys[s], naive.keys[e - 1]);
+                    let split = ctx.entries.iter().any(|en| {
+                        let inside = (k0..=k1).contains(&en.key);
+                        en.partners.iter().any(|p| inside != (k0..=k1).contains(p))
+                    });
+                    assert_eq!(ctx.splits_pair(s, e), split, "pair check {s}..{e}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn span_tree_answers_range_queries_after_pushes_and_rebuilds() {

@@ -22,6 +22,13 @@ pub(crate) struct Facts<'p> {
     scratch: Vec<FactId>,
 }
 
+impl Interner {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
 impl<'p> Facts<'p> {
     pub(crate) fn new(base: &'p Interner) -> Facts<'p> {
         Facts {

@@ -185,6 +185,11 @@ impl Prepared {
         }
     }
 
+    #[cfg(test)]
+    pub(crate) fn interner_len(&self) -> usize {
+        self.facts.len()
+    }
+
     pub(crate) fn interner(&self) -> &Interner {
         &self.facts
     }
