@@ -195,10 +195,12 @@ pub fn run(
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Comparison> {
     let all = with_baselines(strategies);
+    // Every strategy replays the same session: count and scan it once.
+    let prepared = replay::Prepared::new(session, &*opts.counter);
     let results = parallel(
         all.iter().collect(),
         default_threads(),
-        |s| replay::run(session, s.spec.clone(), &options_like(opts)),
+        |s| replay::run_prepared(session, &prepared, s.spec.clone(), &options_like(opts)),
         progress,
     );
     let mut runs = Vec::with_capacity(all.len());
@@ -332,13 +334,14 @@ pub fn kept_at(
         )));
     };
     let all = with_baselines(strategies);
+    let prepared = replay::Prepared::new(session, &*opts.counter);
     let results = parallel(
         all.iter().collect(),
         default_threads(),
         |s| {
             let mut o = options_like(opts);
             o.stop_at_call = Some(call);
-            replay::run(session, s.spec.clone(), &o)
+            replay::run_prepared(session, &prepared, s.spec.clone(), &o)
         },
         None,
     );

@@ -406,6 +406,11 @@ pub fn run(
         }
     }
     let grid = grid(base, sweeps)?;
+    // Every candidate replays the same sessions: count and scan each once.
+    let prepared: Vec<replay::Prepared> = sessions
+        .iter()
+        .map(|t| replay::Prepared::new(t.session, &*t.opts.counter))
+        .collect();
     let jobs: Vec<(usize, usize)> = (0..grid.len())
         .flat_map(|c| (0..sessions.len()).map(move |s| (c, s)))
         .collect();
@@ -428,7 +433,7 @@ pub fn run(
             };
             let mut o = options_like(&t.opts);
             o.cancel = opts.cancel.or(t.opts.cancel);
-            let run = replay::run(t.session, spec, &o)?;
+            let run = replay::run_prepared(t.session, &prepared[s], spec, &o)?;
             if let Some(f) = opts.on_run {
                 f(c, s, &run);
             }
@@ -473,7 +478,7 @@ pub fn run(
         .min_by(|a, b| better(opts.objective, &a.totals, &b.totals).then(a.index.cmp(&b.index)))
         .map(|c| c.index);
     let explanation = match best {
-        Some(b) => explain(sessions, entry, &candidates[b].params)?,
+        Some(b) => explain(sessions, &prepared, entry, &candidates[b].params)?,
         None => Vec::new(),
     };
     Ok(TuneResult {
@@ -491,16 +496,17 @@ pub fn run(
 /// Replays the chosen set again (the sweep keeps only metrics) and says why each compaction fired.
 fn explain(
     sessions: &[TuneSession<'_>],
+    prepared: &[replay::Prepared],
     entry: &StrategyEntry,
     params: &Value,
 ) -> Result<Vec<CompactionPoint>> {
     let mut out = Vec::new();
-    for t in sessions {
+    for (t, p) in sessions.iter().zip(prepared) {
         let spec = StrategySpec::Plugin {
             entry: entry.clone(),
             params: params.clone(),
         };
-        let run = replay::run(t.session, spec, &options_like(&t.opts))?;
+        let run = replay::run_prepared(t.session, p, spec, &options_like(&t.opts))?;
         out.extend(compaction_points(&run));
     }
     Ok(out)
