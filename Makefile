@@ -37,8 +37,10 @@ app: ui
 	cp target/release/libctxlab_plugin_*.so src-tauri/target/release/plugins/
 	./src-tauri/target/release/ctxlab-app $(if $(wildcard samples/*),samples)
 
-bench: setup
+# The release app (UI embedded) is built too: benches/app_startup.rs times its start to a chart.
+bench: setup ui
 	$(CARGO) build --release --workspace
+	cd src-tauri && $(CARGO) build --release --features tauri/custom-protocol
 	CARGO="$(CARGO)" bash scripts/bench.sh
 
 fmt:

@@ -23,6 +23,8 @@ const COMMANDS: &[&str] = &[
     "explain",
     "save_profile",
     "export_config",
+    "startup",
+    "startup_mark",
 ];
 
 fn main() {

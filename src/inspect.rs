@@ -89,16 +89,38 @@ pub struct CompactionReport {
 /// Summarizes a session, estimating with `counter`. Each message is counted once for the
 /// history size; the per-call contexts come from the replay engine's reconstruction.
 pub fn summarize(session: &Session, counter: &dyn TokenCounter) -> SessionReport {
-    let raw = recorded_raw_tokens(session, counter);
-    let calibration = calibrate(&samples(session, &raw));
+    summarize_counted(
+        session,
+        counter,
+        &recorded_raw_tokens(session, counter),
+        None,
+    )
+}
+
+/// As `summarize`, with the per-call contexts already counted (`raw[i]` for `session.calls[i]`,
+/// as `replay::recorded_raw_tokens` returns them with `counter`) and, when given, each
+/// message's tokens (`tokens::LiveCounts::message_tokens`): the app keeps them instead of
+/// counting the session again.
+pub fn summarize_counted(
+    session: &Session,
+    counter: &dyn TokenCounter,
+    raw: &[Option<u64>],
+    message_tokens: Option<&[u64]>,
+) -> SessionReport {
+    let calibration = calibrate(&samples(session, raw));
     let agent_count = session.agents.len();
     let mut stats = vec![Stats::default(); agent_count];
 
-    for m in session.messages.iter().filter(|m| !m.flags.meta) {
+    for (i, m) in session.messages.iter().enumerate() {
+        if m.flags.meta {
+            continue;
+        }
         if let Some(s) = stats.get_mut(m.agent) {
             s.messages += 1;
             if !session.usage_only {
-                s.estimated_tokens += counter.count_message(m);
+                s.estimated_tokens += message_tokens
+                    .and_then(|t| t.get(i).copied())
+                    .unwrap_or_else(|| counter.count_message(m));
             }
         }
     }

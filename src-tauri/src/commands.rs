@@ -6,7 +6,7 @@ use crate::state::AppState;
 use crate::view::*;
 use ctxlab::formats::follow::Follower;
 use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
-use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::tokens::{self, LiveCounts, DEFAULT_COUNTER};
 use ctxlab::tune;
 use ctxlab::Error;
 use std::path::PathBuf;
@@ -103,21 +103,20 @@ pub fn close_session(state: State<'_, AppState>, key: u32) -> bool {
     state.close(key)
 }
 
+/// The session's agents, calls (recorded beside the calibrated estimate), compactions and
+/// fidelity, from the counts made when it was opened.
 #[tauri::command]
 pub async fn session_detail(state: State<'_, AppState>, key: u32) -> AppResult<SessionDetail> {
-    let (session, report) = state.get(key)?;
+    let (session, report, raw) = state.counted(key)?;
     let stored = state.stored_id(key);
     blocking(move || {
-        let counter = tokens::counter(&report.counter)?;
-        let raw = replay::recorded_raw_tokens(&session, counter.as_ref());
-        let cal = tokens::calibrate(&tokens::calibrate::samples(&session, &raw));
         Ok(SessionDetail::of(
             key,
             stored,
             &session,
             &report,
             &raw,
-            cal.as_ref(),
+            report.calibration.as_ref(),
         ))
     })
     .await
@@ -330,12 +329,19 @@ pub async fn follow<R: tauri::Runtime>(
         return Ok(()); // followed already
     };
     let models = replay::ModelTable::builtin();
+    let counter = tokens::counter(&app.state::<AppState>().get(key)?.1.counter)?;
+    // Each poll counts only the messages it brought (`LiveCounts`); this first count is the
+    // log as the follower read it now.
+    let mut counts = {
+        let (session, counter) = (follower.session().clone(), counter.clone());
+        blocking(move || Ok(LiveCounts::new(&session, counter.as_ref()))).await?
+    };
     // What the log gained between opening it and now.
     if follower.session().calls.len() != held.calls.len() {
         let from = held.calls.len().min(follower.session().calls.len());
-        app.state::<AppState>()
-            .replace(key, follower.session().clone());
-        let _ = on_update.send(LiveUpdate::of(follower.session(), from, &models));
+        let s = follower.session();
+        app.state::<AppState>().replace(key, s.clone(), &counts);
+        let _ = on_update.send(LiveUpdate::of(s, from, &models, counts.estimates(s)));
     }
     std::thread::spawn(move || {
         let state = app.state::<AppState>();
@@ -358,11 +364,16 @@ pub async fn follow<R: tauri::Runtime>(
                             .min()
                             .unwrap_or(s.calls.len())
                     };
-                    state.replace(key, s.clone());
+                    if u.reloaded.is_some() {
+                        counts = LiveCounts::new(s, counter.as_ref());
+                    } else {
+                        counts.update(s, counter.as_ref(), &u.changed_messages);
+                    }
+                    state.replace(key, s.clone(), &counts);
                     LiveUpdate {
                         reloaded: u.reloaded,
                         bytes: u.bytes,
-                        ..LiveUpdate::of(s, from, &models)
+                        ..LiveUpdate::of(s, from, &models, counts.estimates(s))
                     }
                 }
                 Err(e) => LiveUpdate {
@@ -462,4 +473,36 @@ pub fn export_config(
         None => None,
     };
     Ok(ExportResult { text, written })
+}
+
+/// The logs named on the command line, once read (waits while they are being read; an empty
+/// result when none were named). The UI shows the first one.
+#[tauri::command]
+pub async fn startup<R: tauri::Runtime>(app: tauri::AppHandle<R>) -> AppResult<OpenResult> {
+    blocking(move || {
+        use tauri::Manager;
+        app.state::<crate::startup::Startup>().wait()
+    })
+    .await
+}
+
+/// The UI reached a step of its start (`painted`: its first frame; `chart`: the first chart of
+/// the opened session drawn). Only the startup bench (`CTXLAB_BENCH_STARTUP=1`) listens: the
+/// app prints the step's time since the process started and, at the last step, exits. Returns
+/// whether the bench is listening, so the UI reports the chart only then.
+#[tauri::command]
+pub fn startup_mark<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    startup: State<'_, crate::startup::Startup>,
+    step: String,
+) -> bool {
+    if !crate::startup::benching() {
+        return false;
+    }
+    crate::startup::mark(&step);
+    // Without a log to chart, the first paint is the last step.
+    if step == "chart" || (step == "painted" && startup.paths.is_empty()) {
+        app.exit(0);
+    }
+    true
 }

@@ -2,5 +2,6 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    ctxlab_app::startup::begin();
     ctxlab_app::run();
 }

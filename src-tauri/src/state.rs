@@ -4,7 +4,7 @@
 
 use crate::error::{AppError, AppResult};
 use crate::view::{OpenResult, SessionSummary, StoredSession};
-use ctxlab::inspect::{summarize, SessionReport};
+use ctxlab::inspect::{summarize_counted, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
 use ctxlab::store::Library;
@@ -17,8 +17,25 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct OpenSession {
     pub session: Arc<Session>,
     pub report: Arc<SessionReport>,
+    /// Each call's context counted with the report's counter, uncalibrated
+    /// (`replay::recorded_raw_tokens`): counted once when the session is opened.
+    pub raw: Arc<Vec<Option<u64>>>,
     /// Its row in the library, when recording it there worked.
     pub stored: Option<i64>,
+}
+
+/// A session counted: each call's context and the report built from those counts.
+pub struct Counted {
+    pub raw: Vec<Option<u64>>,
+    pub report: SessionReport,
+}
+
+impl Counted {
+    pub fn of(s: &Session, counter: &dyn tokens::TokenCounter) -> Counted {
+        let raw = ctxlab::replay::recorded_raw_tokens(s, counter);
+        let report = summarize_counted(s, counter, &raw, None);
+        Counted { raw, report }
+    }
 }
 
 pub struct AppState {
@@ -68,20 +85,38 @@ impl AppState {
     }
 
     /// Reads a file or every log of a folder and keeps what loaded. Heavy: call off the UI thread.
+    /// Each session is recorded in the library (which hashes its files) on one thread while it
+    /// is counted on another.
     pub fn open(&self, path: &Path) -> AppResult<OpenResult> {
-        let loaded = ctxlab::formats::load_all(path)?;
+        self.keep_loaded(ctxlab::formats::load_all(path)?)
+    }
+
+    /// Keeps what `ctxlab::formats::load_all` read (see `open`).
+    pub fn keep_loaded(&self, loaded: ctxlab::formats::Loaded) -> AppResult<OpenResult> {
         let counter = tokens::counter(DEFAULT_COUNTER)?;
         let mut sessions = Vec::new();
         let mut failed: Vec<AppError> = loaded.failed.into_iter().map(AppError::from).collect();
         for s in loaded.sessions {
-            let stored = match self.record(&s) {
+            let (stored, counted) = std::thread::scope(|scope| {
+                let recording = scope.spawn(|| self.record(&s));
+                let counted = Counted::of(&s, counter.as_ref());
+                let stored = recording.join().unwrap_or_else(|_| {
+                    Err(AppError {
+                        code: "internal".into(),
+                        message: "recording the session in the library failed unexpectedly".into(),
+                    })
+                });
+                (stored, counted)
+            });
+            let stored = match stored {
                 Ok(id) => id,
                 Err(e) => {
                     failed.push(e);
                     None
                 }
             };
-            sessions.push(self.keep(s, stored, counter.as_ref()));
+            sessions.push(self.keep(s, stored, counted));
+            crate::startup::mark("counted");
         }
         lock(&self.failed).extend(failed.iter().cloned());
         Ok(OpenResult { sessions, failed })
@@ -96,13 +131,7 @@ impl AppState {
     }
 
     /// Keeps `s` open; a session of the library already open is replaced, not listed twice.
-    fn keep(
-        &self,
-        s: Session,
-        stored: Option<i64>,
-        counter: &dyn tokens::TokenCounter,
-    ) -> SessionSummary {
-        let report = summarize(&s, counter);
+    fn keep(&self, s: Session, stored: Option<i64>, counted: Counted) -> SessionSummary {
         let mut open = lock(&self.sessions);
         let key = stored
             .and_then(|id| {
@@ -111,12 +140,13 @@ impl AppState {
                     .map(|(k, _)| *k)
             })
             .unwrap_or_else(|| self.next_key.fetch_add(1, Ordering::Relaxed));
-        let summary = SessionSummary::of(key, stored, &s, &report);
+        let summary = SessionSummary::of(key, stored, &s, &counted.report);
         open.insert(
             key,
             OpenSession {
                 session: Arc::new(s),
-                report: Arc::new(report),
+                report: Arc::new(counted.report),
+                raw: Arc::new(counted.raw),
                 stored,
             },
         );
@@ -150,7 +180,8 @@ impl AppState {
         let lib = self.library.as_ref().ok_or_else(no_library)?;
         let session = lock(lib).load_session(id)?;
         let counter = tokens::counter(DEFAULT_COUNTER)?;
-        Ok(self.keep(session, Some(id), counter.as_ref()))
+        let counted = Counted::of(&session, counter.as_ref());
+        Ok(self.keep(session, Some(id), counted))
     }
 
     pub fn save_profile(
@@ -164,11 +195,9 @@ impl AppState {
         Ok(lock(lib).save_profile(strategy, name, params, note)?)
     }
 
-    /// Opens `path` and keeps the error for the Library when it fails as a whole.
-    pub fn open_or_note(&self, path: &Path) {
-        if let Err(e) = self.open(path) {
-            lock(&self.failed).push(e);
-        }
+    /// Keeps the error of a file that failed as a whole, for the Library.
+    pub fn note_failed(&self, e: AppError) {
+        lock(&self.failed).push(e);
     }
 
     pub fn library(&self) -> OpenResult {
@@ -208,9 +237,10 @@ impl AppState {
         }
     }
 
-    /// The open session `key` grew: it is what the follower read now. Nothing happens when the
-    /// session was closed meanwhile.
-    pub fn replace(&self, key: u32, s: Session) {
+    /// The open session `key` grew: it is what the follower read now, `counts` its token
+    /// counts kept along (only the new messages were counted). Nothing happens when the session
+    /// was closed meanwhile.
+    pub fn replace(&self, key: u32, s: Session, counts: &tokens::LiveCounts) {
         let Some(report_counter) = lock(&self.sessions)
             .get(&key)
             .map(|o| o.report.counter.clone())
@@ -220,10 +250,12 @@ impl AppState {
         let Ok(counter) = tokens::counter(&report_counter) else {
             return;
         };
-        let report = summarize(&s, counter.as_ref());
+        let raw = counts.raw().to_vec();
+        let report = summarize_counted(&s, counter.as_ref(), &raw, Some(counts.message_tokens()));
         if let Some(o) = lock(&self.sessions).get_mut(&key) {
             o.session = Arc::new(s);
             o.report = Arc::new(report);
+            o.raw = Arc::new(raw);
         }
     }
 
@@ -235,6 +267,17 @@ impl AppState {
                 lock(&self.failed).push(e);
             }
         }
+    }
+
+    /// Session `key` with its report and each call's context counted (uncalibrated).
+    pub fn counted(
+        &self,
+        key: u32,
+    ) -> AppResult<(Arc<Session>, Arc<SessionReport>, Arc<Vec<Option<u64>>>)> {
+        lock(&self.sessions)
+            .get(&key)
+            .map(|o| (o.session.clone(), o.report.clone(), o.raw.clone()))
+            .ok_or_else(|| AppError::no_session(key))
     }
 
     pub fn get(&self, key: u32) -> AppResult<(Arc<Session>, Arc<SessionReport>)> {

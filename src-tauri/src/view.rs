@@ -131,7 +131,7 @@ pub struct StoredSession {
     pub open: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize, TS)]
+#[derive(Debug, Clone, Default, Serialize, TS)]
 pub struct OpenResult {
     pub sessions: Vec<SessionSummary>,
     /// Files of a folder that could not be read, each with its reason.
@@ -176,10 +176,13 @@ pub struct CallColumns {
 pub struct LiveUpdate {
     /// `calls` replaces what the UI holds from this call on; earlier calls are as they were.
     pub from_call: usize,
-    /// The calls from `from_call` to the end. The estimate is left empty: it needs the whole
-    /// session counted again (open the log again for it).
+    /// The calls from `from_call` to the end, with their estimates.
     pub calls: CallColumns,
     pub total_calls: usize,
+    /// Every call's estimate (`total_calls` of them; empty with an error): the calibration is
+    /// fitted again on the grown log, which moves earlier calls' estimates too. Only the new
+    /// messages were counted for it (`ctxlab::tokens::LiveCounts`).
+    pub estimate: Vec<Option<u64>>,
     /// Set when the file was truncated or replaced and read again from the start.
     pub reloaded: Option<String>,
     /// Why reading the log failed; following goes on at the next poll.
@@ -189,8 +192,14 @@ pub struct LiveUpdate {
 }
 
 impl LiveUpdate {
-    /// Calls `from..` of `s` as the live chart needs them (`ctxlab::formats::follow::call_row`).
-    pub fn of(s: &Session, from: usize, models: &ctxlab::replay::ModelTable) -> LiveUpdate {
+    /// Calls `from..` of `s` as the live chart needs them (`ctxlab::formats::follow::call_row`),
+    /// with every call's estimate (`estimate[i]` for call `i`).
+    pub fn of(
+        s: &Session,
+        from: usize,
+        models: &ctxlab::replay::ModelTable,
+        estimate: Vec<Option<u64>>,
+    ) -> LiveUpdate {
         let mut calls = CallColumns::default();
         for i in from..s.calls.len() {
             let row = ctxlab::formats::follow::call_row(s, i, models);
@@ -198,12 +207,13 @@ impl LiveUpdate {
             calls.timestamp.push(row.timestamp);
             calls.recorded_context.push(row.context);
             calls.recorded_output.push(row.usage.map(|u| u.output));
-            calls.estimate.push(None);
+            calls.estimate.push(estimate.get(i).copied().flatten());
         }
         LiveUpdate {
             from_call: from,
             calls,
             total_calls: s.calls.len(),
+            estimate,
             ..Default::default()
         }
     }

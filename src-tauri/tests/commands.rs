@@ -550,9 +550,12 @@ fn follows_a_log_while_it_is_written() {
     let r = a.ok("open_path", json!({ "path": live.display().to_string() }));
     let key = r["sessions"][0]["key"].as_u64().unwrap();
     let before = r["sessions"][0]["calls"].as_u64().unwrap();
-    let whole = a.ok("open_path", json!({ "path": real_log(FOREST) }))["sessions"][0]["calls"]
-        .as_u64()
-        .unwrap();
+    let opened = a.ok("open_path", json!({ "path": real_log(FOREST) }));
+    let whole = opened["sessions"][0]["calls"].as_u64().unwrap();
+    let whole_detail = a.ok(
+        "session_detail",
+        json!({ "key": opened["sessions"][0]["key"] }),
+    );
     assert!(before < whole, "{before} of {whole} calls written so far");
 
     a.ok("follow", json!({ "key": key, "onUpdate": "__CHANNEL__:9" }));
@@ -586,6 +589,12 @@ fn follows_a_log_while_it_is_written() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    // The new calls got their estimates as they arrived: the same as opening the whole log.
+    let followed = a.ok("session_detail", json!({ "key": key }));
+    let estimates = &followed["calls"]["estimate"];
+    assert!(estimates.as_array().unwrap().iter().all(|e| e.is_u64()));
+    assert_eq!(estimates, &whole_detail["calls"]["estimate"]);
+    assert_eq!(followed["fidelity"], whole_detail["fidelity"]);
     assert_eq!(a.ok("unfollow", json!({ "key": key })), json!(true));
     assert_eq!(a.ok("unfollow", json!({ "key": key })), json!(false));
 

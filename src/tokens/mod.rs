@@ -14,6 +14,7 @@ mod chars4;
 #[cfg(feature = "exact")]
 mod exact;
 mod heuristic;
+pub mod live;
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ pub use chars4::Chars4;
 #[cfg(feature = "exact")]
 pub use exact::{Exact, Vocabulary};
 pub use heuristic::Heuristic;
+pub use live::LiveCounts;
 
 /// Counts tokens of text and messages. Implementations are cheap to call and thread-safe;
 /// callers count each message once and cache the result (a replay never re-tokenizes history).

@@ -70,4 +70,8 @@ export const api = {
   unfollow: (key: number) => call<boolean>("unfollow", { key }),
   cancel: (job: number) => call<boolean>("cancel", { job }),
   exportConfig: (request: ExportRequest) => call<ExportResult>("export_config", { request }),
+  /** The logs named on the command line, once read. */
+  startup: () => call<OpenResult>("startup"),
+  /** Tells the startup bench a step was reached; true when a bench listens. */
+  startupMark: (step: string) => call<boolean>("startup_mark", { step }),
 };

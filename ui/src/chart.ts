@@ -36,6 +36,8 @@ export interface ChartSpec {
   /** HTML lines for the hover box at one call. */
   hover?: (call: number) => string;
   onPick?: (call: number) => void;
+  /** Called once, after the chart is first drawn. */
+  onDrawn?: () => void;
 }
 
 export const PALETTE = ["#4e9ce6", "#e5894a", "#52b788", "#c77dff", "#e05d6f", "#d8b83a", "#4cc9c0", "#9c9c9c", "#7d8ce8", "#b5835a"];
@@ -189,6 +191,11 @@ export class Chart {
   }
 
   private drawOverlays(u: uPlot) {
+    if (this.spec.onDrawn) {
+      const f = this.spec.onDrawn;
+      this.spec.onDrawn = undefined;
+      f();
+    }
     const ctx = u.ctx;
     const { left, top, width, height } = u.bbox;
     const px = devicePixelRatio || 1;

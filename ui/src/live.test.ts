@@ -11,7 +11,7 @@ function cols(n: number, base = 0): CallColumns {
 function update(from: number, n: number, total: number): LiveUpdate {
   const c = cols(n, from);
   c.estimate = c.estimate.map(() => null);
-  return { from_call: from, calls: c, total_calls: total, reloaded: null, error: null, bytes: 100 };
+  return { from_call: from, calls: c, total_calls: total, estimate: [], reloaded: null, error: null, bytes: 100 };
 }
 
 describe("applyLive", () => {
@@ -30,6 +30,15 @@ describe("applyLive", () => {
     expect(c.recorded_context).toEqual([0, 10, 999, 30]);
     expect(c.estimate).toEqual([0, 11, 22, null]);
   });
+  it("takes every call's estimate from the update (the calibration is refitted on the grown log)", () => {
+    const c = cols(3);
+    const u = update(3, 2, 5);
+    u.calls.estimate = [33, 44];
+    u.estimate = [1, 12, 23, 33, 44];
+    expect(applyLive(c, u)).toBe(2);
+    expect(c.estimate).toEqual([1, 12, 23, 33, 44]);
+    expect(c.recorded_context).toEqual([0, 10, 20, 30, 40]);
+  });
   it("replaces everything after a reload", () => {
     const c = cols(5);
     expect(applyLive(c, { ...update(0, 2, 2), reloaded: "truncated" })).toBe(-3);
@@ -37,7 +46,7 @@ describe("applyLive", () => {
   });
   it("changes nothing for an error", () => {
     const c = cols(2);
-    expect(applyLive(c, { from_call: 2, calls: cols(0), total_calls: 2, reloaded: null, error: "read failed", bytes: 0 })).toBe(0);
+    expect(applyLive(c, { from_call: 2, calls: cols(0), total_calls: 2, estimate: [], reloaded: null, error: "read failed", bytes: 0 })).toBe(0);
     expect(c.agent.length).toBe(2);
   });
 });

@@ -5,7 +5,8 @@ import type { CallColumns } from "./bindings/CallColumns";
 import type { LiveUpdate } from "./bindings/LiveUpdate";
 
 /** `calls` with everything from `u.from_call` on replaced by the update's calls (new calls
- *  appended, changed ones updated). Returns the number of calls added. */
+ *  appended, changed ones updated), and every call's estimate replaced by the update's (the
+ *  calibration is refitted on the grown log). Returns the number of calls added. */
 export function applyLive(calls: CallColumns, u: LiveUpdate): number {
   const before = calls.agent.length;
   const from = Math.min(u.from_call, before);
@@ -18,5 +19,6 @@ export function applyLive(calls: CallColumns, u: LiveUpdate): number {
     col.length = from;
     for (let i = 0; i < fresh.length; i++) col.push(k === "estimate" ? (fresh[i] ?? kept[i] ?? null) : fresh[i]);
   }
+  if (u.error === null && u.estimate.length === calls.agent.length) calls.estimate = [...u.estimate];
   return calls.agent.length - before;
 }

@@ -136,13 +136,29 @@ applyTheme(theme());
 app.append(nav, main, status);
 onChange(render);
 render();
+void api.startupMark("script").catch(() => false);
+
+/** The next frame after this one is on screen. */
+const painted = () => new Promise<void>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
 
 async function start() {
+  // The startup bench (CTXLAB_BENCH_STARTUP=1) times the first frame and the first chart.
+  store.benchStartup = painted().then(() => api.startupMark("painted").catch(() => false));
   try {
     store.strategies = await api.listStrategies();
+    // Logs named on the command line open on the Session view of the first one; the library's
+    // list (which hashes every log it names) is read after its chart.
+    const opened = await api.startup();
     store.library = await api.library();
-    await refreshStored();
-    if (store.library.sessions.length > 0 && store.current === null) await selectSession(store.library.sessions[0].key);
+    store.openErrors = [...opened.failed, ...store.openErrors];
+    if (opened.sessions.length > 0) {
+      store.view = "session";
+      await selectSession(opened.sessions[0].key);
+      await refreshStored();
+    } else {
+      await refreshStored();
+      if (store.library.sessions.length > 0 && store.current === null) await selectSession(store.library.sessions[0].key);
+    }
   } catch (e) {
     store.status = `Could not start: ${(e as { message: string }).message}`;
   }

@@ -30,6 +30,8 @@ export const store = {
   runs: [] as RunView[],
   running: null as { job: number; text: string; share: number } | null,
   status: "",
+  /** Whether the startup bench listens (see main.ts): then the first drawn chart is reported. */
+  benchStartup: Promise.resolve(false),
 };
 
 type Listener = () => void;

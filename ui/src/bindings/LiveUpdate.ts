@@ -10,10 +10,15 @@ export type LiveUpdate = {
  */
 from_call: number, 
 /**
- * The calls from `from_call` to the end. The estimate is left empty: it needs the whole
- * session counted again (open the log again for it).
+ * The calls from `from_call` to the end, with their estimates.
  */
 calls: CallColumns, total_calls: number, 
+/**
+ * Every call's estimate (`total_calls` of them; empty with an error): the calibration is
+ * fitted again on the grown log, which moves earlier calls' estimates too. Only the new
+ * messages were counted for it (`ctxlab::tokens::LiveCounts`).
+ */
+estimate: Array<number | null>, 
 /**
  * Set when the file was truncated or replaced and read again from the start.
  */

@@ -70,6 +70,7 @@ export async function selectSession(key: number) {
   changed();
   try {
     store.detail = await api.sessionDetail(key);
+    void store.benchStartup.then((on) => on && api.startupMark("detail-received"));
   } catch (e) {
     store.openErrors = [e as { code: string; message: string }, ...store.openErrors];
   }

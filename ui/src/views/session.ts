@@ -19,6 +19,7 @@ let contextFor: number | null = null;
 /** Sessions whose log is followed now, with the calls gained since following started. */
 const following = new Map<number, number>();
 let followError: string | null = null;
+let chartReported = false;
 
 async function toggleFollow(key: number) {
   followError = null;
@@ -204,6 +205,14 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
         `<div>recorded ${fmtInt(d.calls.recorded_context[i])} in / ${fmtInt(d.calls.recorded_output[i])} out</div>` +
         `<div>estimate ${fmtInt(d.calls.estimate[i])}</div>`,
       onPick: (i) => void loadContext(d, i, rerender),
+      onDrawn: () => {
+        // Once on screen (the frame after uPlot's draw), tell the startup bench.
+        void store.benchStartup.then((listening) => {
+          if (!listening || chartReported) return;
+          chartReported = true;
+          requestAnimationFrame(() => requestAnimationFrame(() => void api.startupMark("chart")));
+        });
+      },
     });
   }
 }
