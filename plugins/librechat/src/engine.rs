@@ -6,6 +6,7 @@
 //! full compaction of the summarization path changes the history (`Persistent`).
 
 use crate::config::{Config, Trigger};
+use crate::live::Live;
 use crate::trim::{self, Cut, Edit};
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, Msg, OpKind, Role, Scope, Strategy, Threshold,
@@ -94,7 +95,7 @@ impl Calibration {
 /// What the plugin knows about an agent's working context, kept up to date from the messages
 /// appended since its previous call (positions are stable: this-call ops do not change history).
 #[derive(Debug, Default)]
-struct Index {
+pub(crate) struct Index {
     len: usize,
     first_id: u64,
     last_id: u64,
@@ -111,6 +112,10 @@ struct Index {
     max_gap: usize,
     /// Sum of the messages' raw tokens (the host's counter, uncalibrated).
     raw_tokens: u64,
+    /// `raw_prefix[i]`: raw tokens of the messages at positions < i.
+    raw_prefix: Vec<u64>,
+    /// Where each maximal run of assistant/tool messages starts (contextPruning's turns).
+    runs: Vec<usize>,
     /// Char counts of each message's tool-call arguments, `args[args_at[i]..args_at[i + 1]]`:
     /// counted once, as the pipeline re-reads them at every call over the kept window.
     args: Vec<u64>,
@@ -118,7 +123,9 @@ struct Index {
 }
 
 impl Index {
-    fn sync(&mut self, call: &Call<'_>) {
+    /// Catches up with the appended messages; false when the history is not the one indexed
+    /// (it was compacted): the index starts over.
+    fn sync(&mut self, call: &Call<'_>) -> bool {
         let n = call.len();
         let valid = self.len <= n
             && (self.len == 0
@@ -133,9 +140,18 @@ impl Index {
         if self.args_at.is_empty() {
             self.args_at.push(0);
         }
+        if self.raw_prefix.is_empty() {
+            self.raw_prefix.push(0);
+        }
         for i in self.len..n {
             let m = call.msg(i);
             self.raw_tokens += m.tokens();
+            self.raw_prefix.push(self.raw_tokens);
+            if matches!(m.role(), Role::Assistant | Role::Tool)
+                && (i == 0 || !matches!(call.msg(i - 1).role(), Role::Assistant | Role::Tool))
+            {
+                self.runs.push(i);
+            }
             let before = self.tool_before[i];
             self.tool_before.push(before + is_tool_result(&m) as u32);
             if is_substantive(&m) {
@@ -170,8 +186,9 @@ impl Index {
             self.first_id = call.msg(0).id();
             self.last_id = call.msg(n - 1).id();
         }
+        valid
     }
-    fn tool_count(&self) -> u64 {
+    pub(crate) fn tool_count(&self) -> u64 {
         self.tool_before[self.len] as u64
     }
     /// (total, over `cap`) chars of the tool-call arguments of the message at `i`.
@@ -210,35 +227,35 @@ pub fn is_substantive(m: &Msg<'_>) -> bool {
 
 /// Which stages of the pipeline shape the messages this call.
 #[derive(Debug, Clone, Copy)]
-struct Stages {
+pub(crate) struct Stages {
     /// Tool results before this position are consumed and masked (0: none).
-    consumed_end: usize,
+    pub consumed_end: usize,
     /// Token base of recency-weighted pre-flight truncation (fading, fit-to-budget, fallback).
-    preflight_base: Option<u64>,
+    pub preflight_base: Option<u64>,
     /// contextPruning: tool results in this range of positions may be degraded (the rest is
     /// protected: before the first user message, and the last keepLastAssistants turns).
-    pruning: Option<(usize, usize)>,
+    pub pruning: Option<(usize, usize)>,
     /// Emergency truncation cap in chars.
-    emergency: Option<u64>,
+    pub emergency: Option<u64>,
 }
 
 /// Stage numbers for per-stage accounting.
-const MASKING: u8 = 1;
-const PREFLIGHT: u8 = 2;
-const CONTEXT_PRUNING: u8 = 3;
-const EMERGENCY: u8 = 4;
+pub(crate) const MASKING: u8 = 1;
+pub(crate) const PREFLIGHT: u8 = 2;
+pub(crate) const CONTEXT_PRUNING: u8 = 3;
+pub(crate) const EMERGENCY: u8 = 4;
 
-struct Pipeline<'c, 'a> {
-    call: &'c Call<'a>,
-    cfg: &'c Config,
-    index: &'c Index,
-    stages: Stages,
+pub(crate) struct Pipeline<'c, 'a> {
+    pub call: &'c Call<'a>,
+    pub cfg: &'c Config,
+    pub index: &'c Index,
+    pub stages: Stages,
     placeholder_chars: u64,
 }
 
 impl Pipeline<'_, '_> {
     /// How message `i` is shortened with the stages up to `upto` applied, and the chars it keeps.
-    fn cut(&self, i: usize, upto: u8) -> Option<(Cut, u64)> {
+    pub(crate) fn cut(&self, i: usize, upto: u8) -> Option<(Cut, u64)> {
         let m = self.call.msg(i);
         if m.is_pinned() {
             return None;
@@ -298,7 +315,7 @@ impl Pipeline<'_, '_> {
         cut.filter(|c| c.1 < len)
     }
 
-    fn tokens(&self, i: usize, upto: u8) -> u64 {
+    pub(crate) fn tokens(&self, i: usize, upto: u8) -> u64 {
         trim::tokens_kept(&self.call.msg(i), self.cut(i, upto).map(|c| c.1))
     }
 
@@ -376,6 +393,22 @@ fn protected_from(call: &Call<'_>, keep: u64) -> usize {
     from
 }
 
+/// `protected_from` from the index's assistant/tool runs, without walking the messages: the walk
+/// stops at the start of the `max(keep, 1)`-th run from the end (0 when there are fewer; with no
+/// run at all, 0 for keep > 0 and `n` for keep = 0).
+fn protected_from_runs(index: &Index, n: usize, keep: u64) -> usize {
+    let runs = &index.runs;
+    if runs.is_empty() {
+        return if keep > 0 { 0 } else { n };
+    }
+    let k = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
+    if runs.len() >= k {
+        runs[runs.len() - k]
+    } else {
+        0
+    }
+}
+
 fn band_factor(pressure: f64) -> f64 {
     PRESSURE_BANDS
         .iter()
@@ -387,6 +420,8 @@ fn band_factor(pressure: f64) -> f64 {
 struct AgentState {
     calibration: Calibration,
     index: Index,
+    /// Incremental cuts and token values (unused by the from-scratch reference).
+    live: Live,
     /// Message count when summarization last fired (`shouldSkipSummarization`).
     summarized_at_count: Option<usize>,
     /// Calibrated instruction tokens last reported in an event.
@@ -407,6 +442,11 @@ pub struct LibreChat {
     cfg: Config,
     agents: HashMap<String, AgentState>,
     last_budget: Option<Budget>,
+    /// False: every call re-evaluates every kept message from scratch (the reference the
+    /// incremental path is tested against).
+    incremental: bool,
+    /// Edits of result/soft/clear cuts by cut (their text does not depend on the message).
+    edit_cache: HashMap<Cut, OpKind>,
 }
 
 impl LibreChat {
@@ -415,6 +455,16 @@ impl LibreChat {
             cfg,
             agents: HashMap::new(),
             last_budget: None,
+            incremental: true,
+            edit_cache: HashMap::new(),
+        }
+    }
+
+    /// The from-scratch pipeline: O(kept window) per call, same decisions.
+    pub fn reference(cfg: Config) -> LibreChat {
+        LibreChat {
+            incremental: false,
+            ..LibreChat::new(cfg)
         }
     }
 }
@@ -472,7 +522,9 @@ fn edit_ranges(pipe: &Pipeline<'_, '_>, cut: usize) -> Vec<(usize, usize, Cut)> 
 fn drop_ranges(pinned: &[usize], floor: usize, cut: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = floor;
-    for &p in pinned.iter().filter(|&&p| p >= floor && p < cut) {
+    let from = pinned.partition_point(|&p| p < floor);
+    let to = pinned.partition_point(|&p| p < cut).max(from);
+    for &p in &pinned[from..to] {
         if p > start {
             out.push((start, p));
         }
@@ -487,7 +539,11 @@ fn drop_ranges(pinned: &[usize], floor: usize, cut: usize) -> Vec<(usize, usize)
 impl Strategy for LibreChat {
     fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
         let cfg = &self.cfg;
-        let st = self.agents.entry(call.agent().to_string()).or_default();
+        let incremental = self.incremental;
+        let st = match self.agents.get_mut(call.agent()) {
+            Some(st) => st,
+            None => self.agents.entry(call.agent().to_string()).or_default(),
+        };
         let overhead = call.overhead_tokens();
         if !st.diverged && call.prev_recorded_input_tokens() > 0 && call.prev_raw_tokens() > 0 {
             st.calibration.update(
@@ -496,7 +552,9 @@ impl Strategy for LibreChat {
                 overhead,
             );
         }
-        st.index.sync(call);
+        if !st.index.sync(call) {
+            st.live = Live::default();
+        }
         let ratio = st.calibration.ratio;
         let instructions = st.calibration.instruction_tokens(overhead);
         let max_context = call.budget().context_window;
@@ -560,7 +618,12 @@ impl Strategy for LibreChat {
                 stages.preflight_base = Some(base);
                 if cfg.pruning.enabled {
                     let first_user = st.index.first_user.unwrap_or(n);
-                    let protected = protected_from(call, cfg.pruning.keep_last_assistants);
+                    let keep = cfg.pruning.keep_last_assistants;
+                    let protected = if incremental {
+                        protected_from_runs(&st.index, n, keep)
+                    } else {
+                        protected_from(call, keep)
+                    };
                     stages.pruning = Some((first_user, protected));
                 }
             }
@@ -575,16 +638,26 @@ impl Strategy for LibreChat {
         };
         let raw_budget = (pruning_budget as f64 / ratio).round() as u64;
         let raw_instructions = (instructions as f64 / ratio).round() as u64;
+        let live = &mut st.live;
         let mut cut = if all_to_refine {
             n
+        } else if incremental {
+            live.update(&pipe);
+            live.fit(&pipe, floor, raw_budget.saturating_sub(raw_instructions))
         } else {
             pipe.fit(floor, raw_budget.saturating_sub(raw_instructions))
         };
+        // Where the budget cut fell: the next call's search starts near it.
+        let fit_cut = cut;
         let (repaired, mut orphans) = repair_orphans(&st.index, cut);
         cut = repaired;
         let refine = cut - floor;
         let mut notes: Vec<(EventKind, &str, String)> = Vec::new();
+        // The live values hold for this call's stages; a fallback changes them (rare: nothing
+        // fits), and that call runs the from-scratch pipeline.
+        let mut use_live = incremental && !all_to_refine;
         if !all_to_refine && cut == n && effective > 0 {
+            use_live = false;
             if cfg.enabled {
                 let before = pipe.stages.preflight_base;
                 pipe.stages.preflight_base = Some(effective.max(1024));
@@ -651,6 +724,7 @@ impl Strategy for LibreChat {
                     summarize_all(call, cfg, floor, &st.index.pinned, refine, pressure, out);
                     st.summarized_at_count = Some(count);
                     st.index = Index::default();
+                    st.live = Live::default();
                     st.diverged = true;
                     return Ok(());
                 }
@@ -668,11 +742,31 @@ impl Strategy for LibreChat {
         }
 
         // Ops for this call: drops of the pruned prefix, then the edits of what is kept.
-        let mut edits = edit_ranges(&pipe, cut);
         let mut drops = drop_ranges(&st.index.pinned, floor, cut);
-        if drops.len() + edits.len() > MAX_OPS {
+        let limit = MAX_OPS.saturating_sub(drops.len());
+        // Enough of the edits (from the newest back) to apply the op limit.
+        let mut edits = if use_live {
+            let (mut back, _) = st.live.edit_ranges_back(&pipe, cut, limit + 1);
+            back.reverse();
+            back
+        } else {
+            edit_ranges(&pipe, cut)
+        };
+        let over = if use_live {
+            edits.len() > limit
+        } else {
+            drops.len() + edits.len() > MAX_OPS
+        };
+        if over {
             let room = MAX_OPS.saturating_sub(drops.len() + 1);
-            let (c, o) = repair_orphans(&st.index, edits[edits.len() - room].0);
+            // With no room left for any edit (≥ 255 pinned messages in the dropped part),
+            // everything after the floor goes.
+            let from = if room == 0 {
+                n
+            } else {
+                edits[edits.len() - room].0
+            };
+            let (c, o) = repair_orphans(&st.index, from);
             orphans += o;
             notes.push((
                 EventKind::Warn,
@@ -691,7 +785,16 @@ impl Strategy for LibreChat {
             drops = drop_ranges(&st.index.pinned, floor, cut);
         }
 
-        let kept = stage_events(&pipe, cut, overhead, ratio, out);
+        let (totals, counts) = if use_live {
+            let raw = st.index.raw_prefix[n] - st.index.raw_prefix[cut];
+            st.live.stage_totals(cut, raw)
+        } else {
+            stage_totals(&pipe, cut)
+        };
+        if use_live {
+            st.live.settle(fit_cut);
+        }
+        let kept = stage_events(&pipe, totals, counts, overhead, ratio, out);
         if orphans > 0 {
             out.event(
                 EventKind::Note,
@@ -729,10 +832,23 @@ impl Strategy for LibreChat {
             out.drop_range(s..e, Scope::ThisCall);
         }
         let placeholder = &cfg.pruning.hard_clear_placeholder;
+        let op_kind = |cut: Cut, start: usize| match cut.edit(call.msg(start).chars(), placeholder)
+        {
+            Edit::Truncate { head, tail, marker } => OpKind::Truncate { head, tail, marker },
+            Edit::Clear { placeholder } => OpKind::Mask { placeholder },
+        };
+        if self.edit_cache.len() > 4096 {
+            self.edit_cache.clear();
+        }
         for (start, end, cut) in edits {
-            let kind = match cut.edit(call.msg(start).chars(), placeholder) {
-                Edit::Truncate { head, tail, marker } => OpKind::Truncate { head, tail, marker },
-                Edit::Clear { placeholder } => OpKind::Mask { placeholder },
+            // Only an input cut's edit depends on the message (its length).
+            let kind = if matches!(cut, Cut::Input { .. }) {
+                op_kind(cut, start)
+            } else {
+                self.edit_cache
+                    .entry(cut)
+                    .or_insert_with(|| op_kind(cut, start))
+                    .clone()
             };
             out.op(kind, Scope::ThisCall, start..end);
         }
@@ -845,15 +961,8 @@ fn summarize_all(
     }
 }
 
-/// One event per stage that changed what this call sends, with the kept messages' tokens before
-/// and after that stage.
-fn stage_events(
-    pipe: &Pipeline<'_, '_>,
-    cut: usize,
-    overhead: u64,
-    ratio: f64,
-    out: &mut Decision,
-) -> u64 {
+/// Per-stage token totals of the kept messages `[cut, n)`, and how many each stage shortened.
+fn stage_totals(pipe: &Pipeline<'_, '_>, cut: usize) -> ([u64; 5], [usize; 5]) {
     let n = pipe.call.len();
     let s = &pipe.stages;
     // A stage with nothing to apply leaves the tokens of the one before: not recomputed.
@@ -882,6 +991,20 @@ fn stage_events(
             prev = t;
         }
     }
+    (totals, counts)
+}
+
+/// One event per stage that changed what this call sends, with the kept messages' tokens before
+/// and after that stage.
+fn stage_events(
+    pipe: &Pipeline<'_, '_>,
+    totals: [u64; 5],
+    counts: [usize; 5],
+    overhead: u64,
+    ratio: f64,
+    out: &mut Decision,
+) -> u64 {
+    let s = &pipe.stages;
     let named = [
         (
             MASKING,
@@ -933,4 +1056,41 @@ fn stage_events(
         );
     }
     totals[EMERGENCY as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+
+    #[test]
+    fn protected_from_runs_equals_the_walk_back() {
+        let mut x = 99u64;
+        for case in 0..2_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = (x >> 40) as usize % 14;
+            let msgs: Vec<TestMsg> = (0..n)
+                .map(|i| match (x >> (2 * i % 60)) & 3 {
+                    0 => TestMsg::user("u"),
+                    1 => TestMsg::assistant("a"),
+                    2 => TestMsg::tool_result("t", "read", "r"),
+                    _ => TestMsg::system("s"),
+                })
+                .collect();
+            TestCall::new(msgs).with_view(|raw| {
+                let call = unsafe { Call::from_raw(raw) };
+                let mut index = Index::default();
+                index.sync(&call);
+                for keep in 0..5 {
+                    assert_eq!(
+                        protected_from_runs(&index, n, keep),
+                        protected_from(&call, keep),
+                        "case {case} keep {keep}"
+                    );
+                }
+            });
+        }
+    }
 }

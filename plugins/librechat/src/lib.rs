@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod engine;
+mod live;
 pub mod trim;
 
 #[cfg(test)]

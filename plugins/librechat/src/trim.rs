@@ -25,7 +25,7 @@ pub enum Edit {
 }
 
 /// How one message is shortened.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Cut {
     /// `truncateToolResultContent(content, max)`.
     Result { max: u64 },
@@ -101,6 +101,18 @@ impl Cut {
             Cut::Clear => placeholder_chars,
         };
         kept.min(len)
+    }
+
+    /// Head + tail chars of a result cut (what the host leaves of a message longer than that),
+    /// without building the marker; `None` for the other cuts.
+    pub fn result_head_tail(&self) -> Option<u64> {
+        match *self {
+            Cut::Result { max } => {
+                let m = result_marker_chars(max);
+                Some(if max <= m { max } else { max - m })
+            }
+            _ => None,
+        }
     }
 
     /// The head/tail/marker (or placeholder) the host applies to a message of `len` chars.
@@ -204,6 +216,19 @@ pub fn tokens_kept(msg: &Msg<'_>, kept: Option<u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn result_head_tail_is_what_the_edit_keeps() {
+        for max in [
+            0, 1, 30, 38, 39, 40, 41, 200, 238, 239, 240, 300, 4_000, 400_000,
+        ] {
+            let Edit::Truncate { head, tail, .. } = (Cut::Result { max }).edit(10_000, "") else {
+                panic!("a result cut truncates");
+            };
+            assert_eq!((Cut::Result { max }).result_head_tail(), Some(head + tail));
+        }
+        assert_eq!(Cut::Clear.result_head_tail(), None);
+    }
 
     #[test]
     fn marker_sizes_match_the_markers() {
