@@ -15,7 +15,7 @@ use common::session::{session_of, Shape};
 use common::{machine, thread_cpu, write_fragment};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::{checkout_dir, Registry};
-use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
 use ctxlab_plugin_api::fmt_tokens;
 use serde_json::{json, Value};
@@ -163,8 +163,14 @@ impl Row {
     }
 }
 
-/// (thread CPU seconds, wall seconds, run): only `replay::run` is timed.
-fn replay(s: &Session, spec: StrategySpec, window: u64) -> (f64, f64, replay::Run) {
+/// (thread CPU seconds, wall seconds, run): only `replay::run_prepared` is timed (the session is
+/// prepared once per size, as `compare` and `tune` do, and that time is reported apart).
+fn replay(
+    s: &Session,
+    prepared: &Prepared,
+    spec: StrategySpec,
+    window: u64,
+) -> (f64, f64, replay::Run) {
     let mut o = ReplayOptions::new(tokens::counter("heuristic").expect("heuristic counter"));
     o.budget = Some(Budget {
         context_window: window,
@@ -173,7 +179,8 @@ fn replay(s: &Session, spec: StrategySpec, window: u64) -> (f64, f64, replay::Ru
     });
     let c0 = thread_cpu();
     let t = Instant::now();
-    let run = replay::run(s, spec, &o).unwrap_or_else(|e| panic!("replay failed: {e}"));
+    let run = replay::run_prepared(s, prepared, spec, &o)
+        .unwrap_or_else(|e| panic!("replay failed: {e}"));
     let wall = t.elapsed().as_secs_f64();
     let cpu = thread_cpu().zip(c0).map_or(wall, |(b, a)| b - a);
     (cpu, wall, run)
@@ -205,10 +212,25 @@ fn main() {
         "target"
     );
     let mut rows: Vec<Row> = Vec::new();
+    let mut prepare_secs = Vec::new();
     for &n in &sizes {
         let s = session_of(n, Shape::ToolHeavy);
+        let c0 = thread_cpu();
+        let t = Instant::now();
+        let prepared = Prepared::new(&s, &*tokens::counter("heuristic").expect("heuristic"));
+        let wall = t.elapsed().as_secs_f64();
+        let cpu = thread_cpu().zip(c0).map_or(wall, |(b, a)| b - a);
+        prepare_secs.push((n, cpu));
+        println!(
+            "{:<38} {:>10} {:>8} {:>9.3} {:>9.3}",
+            "(preparation, once per session)",
+            fmt_tokens(n as u64),
+            fmt_tokens(s.calls.len() as u64),
+            cpu,
+            wall
+        );
         // The engine alone (no strategy) on the same session and window, for the plugin's share.
-        let (engine_secs, _, _) = replay(&s, StrategySpec::None, 200_000);
+        let (engine_secs, _, _) = replay(&s, &prepared, StrategySpec::None, 200_000);
         println!(
             "{:<38} {:>10} {:>8} {:>9.3} {:>9.2}",
             "(engine alone: none)",
@@ -245,7 +267,7 @@ fn main() {
                     entry,
                     params: c.params.clone(),
                 };
-                let (secs, wall, run) = replay(&s, spec, c.window);
+                let (secs, wall, run) = replay(&s, &prepared, spec, c.window);
                 if std::env::var_os("CTXLAB_BENCH_EVENTS").is_some() {
                     let mut codes = std::collections::BTreeMap::<&str, usize>::new();
                     for e in &run.events {
@@ -284,7 +306,7 @@ fn main() {
             rows.push(row);
         }
     }
-    write_fragment("plugins", &markdown(&rows, &configs, &sizes));
+    write_fragment("plugins", &markdown(&rows, &configs, &sizes, &prepare_secs));
 }
 
 fn verdict(r: &Row) -> &'static str {
@@ -296,7 +318,12 @@ fn verdict(r: &Row) -> &'static str {
     }
 }
 
-fn markdown(rows: &[Row], configs: &[Config], sizes: &[usize]) -> String {
+fn markdown(
+    rows: &[Row],
+    configs: &[Config],
+    sizes: &[usize],
+    prepare_secs: &[(usize, f64)],
+) -> String {
     let mut s = String::from("## Replay through the built-in plugins\n\n");
     s.push_str(&format!(
         "Each system plugin loaded from its release shared library through the plugin registry, \
@@ -304,7 +331,9 @@ fn markdown(rows: &[Row], configs: &[Config], sizes: &[usize]) -> String {
          of 1–4 tool round trips, results of 120–2,500 chars with one in 40 of 12,000 and one in \
          400 of 60,000, a model call before every assistant message), heuristic counter, 8,000 \
          output tokens; {}. One run per cell; figures are CPU seconds of the replaying thread \
-         (µs per call in brackets), only `replay::run` timed. *Engine alone* is the same replay \
+         (µs per call in brackets), only `replay::run_prepared` timed: the session is prepared \
+         (every message counted and scanned for facts) once per size, as `compare` and `tune` \
+         do, and that time is given below the table. *Engine alone* is the same replay \
          with no strategy: most of each figure is the engine's. A size whose time, projected from \
          the smaller size, exceeds {SKIP_PROJECTED_SECS:.0} s is skipped and its projection shown. \
          Per-call cost must stay flat from 10k to 1M messages. Target (DESIGN.md §9): 1,000,000 \
@@ -363,6 +392,14 @@ fn markdown(rows: &[Row], configs: &[Config], sizes: &[usize]) -> String {
     s.push_str(&format!(
         "\nEngine alone (no strategy, 200,000 window): {}.\n",
         engine.join(", ")
+    ));
+    let prep: Vec<String> = prepare_secs
+        .iter()
+        .map(|(n, t)| format!("{} messages {t:.3} s", fmt_tokens(*n as u64)))
+        .collect();
+    s.push_str(&format!(
+        "\nPreparation (once per session and counter, not in the figures above): {}.\n",
+        prep.join(", ")
     ));
     s
 }

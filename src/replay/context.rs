@@ -14,10 +14,14 @@
 
 use super::facts::{FactId, Facts};
 use super::prepared::Prepared;
+use super::validate::EditSig;
 use crate::model::{Message, MsgIdx, Part, Role, Session};
 use ctxlab_plugin_api::abi::*;
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 pub(crate) struct Entry<'a> {
     /// Order key, increasing with position.
@@ -60,10 +64,58 @@ pub(crate) struct Context<'a> {
     pub coverage: Coverage,
     /// Reused for the distinct facts of a removed or summarized range.
     scratch: Vec<FactId>,
+    /// Entry key → the text edits worked out for it (validation is `&self`, hence the cell).
+    /// Strategies that filter the view send the same edits call after call; an edit that
+    /// changes or removes the entry forgets them.
+    edits: RefCell<FxHashMap<u64, Vec<CachedEdit>>>,
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
     awaiting_request: bool,
     pub assistant_turns: u64,
+}
+
+struct CachedEdit {
+    sig: OwnedSig,
+    text: Rc<str>,
+    tokens: u64,
+}
+
+#[derive(PartialEq, Eq)]
+enum OwnedSig {
+    Truncate {
+        head: u64,
+        tail: u64,
+        marker: Box<str>,
+    },
+    Replace(Box<str>),
+}
+
+impl OwnedSig {
+    fn is(&self, sig: &EditSig<'_>) -> bool {
+        match (self, sig) {
+            (
+                OwnedSig::Truncate { head, tail, marker },
+                EditSig::Truncate {
+                    head: h,
+                    tail: t,
+                    marker: m,
+                },
+            ) => head == h && tail == t && &**marker == *m,
+            (OwnedSig::Replace(a), EditSig::Replace(b)) => &**a == *b,
+            _ => false,
+        }
+    }
+
+    fn of(sig: &EditSig<'_>) -> OwnedSig {
+        match *sig {
+            EditSig::Truncate { head, tail, marker } => OwnedSig::Truncate {
+                head,
+                tail,
+                marker: marker.into(),
+            },
+            EditSig::Replace(t) => OwnedSig::Replace(t.into()),
+        }
+    }
 }
 
 /// What replaces a range of positions in a persistent edit.
@@ -77,7 +129,7 @@ pub(crate) enum Replacement {
         tokens: u64,
     },
     /// Each message in the range gets new text (same position, same key).
-    Texts(Vec<(String, u64)>),
+    Texts(Vec<(Rc<str>, u64)>),
     /// Only flags change.
     Flags { set: u32, clear: u32 },
 }
@@ -149,6 +201,7 @@ impl<'a> Context<'a> {
             epoch: 0,
             coverage: Coverage::default(),
             scratch: Vec::new(),
+            edits: RefCell::default(),
             requests: 0,
             awaiting_request: true,
             assistant_turns: 0,
@@ -411,6 +464,14 @@ impl<'a> Context<'a> {
         next_id: &mut u64,
         facts: &mut Facts<'_>,
     ) {
+        if !matches!(edit, Replacement::Flags { .. }) {
+            let edits = self.edits.get_mut();
+            if !edits.is_empty() {
+                for en in &self.entries[s..e] {
+                    edits.remove(&en.key);
+                }
+            }
+        }
         match edit {
             Replacement::Flags { set, clear } => {
                 for v in &mut self.views[s..e] {
@@ -424,7 +485,7 @@ impl<'a> Context<'a> {
                     let new_facts = facts.extract(&text);
                     self.unindex_facts(i);
                     self.index_facts(&new_facts, key);
-                    let text: Box<str> = text.into_boxed_str();
+                    let text: Box<str> = Box::from(&*text);
                     let v = &mut self.views[i];
                     v.text = StrRef::new(&text);
                     v.chars = text.chars().count() as u64;
@@ -618,7 +679,37 @@ impl<'a> Context<'a> {
 
     /// Text of the entry at position `i` as the model sees it now.
     pub(crate) fn text(&self, i: usize) -> &str {
-        unsafe { self.views[i].text.as_str() }
+        let t = self.views[i].text;
+        if t.len == 0 {
+            return "";
+        }
+        // SAFETY: every view text is made by `StrRef::new` from a `&str` the context keeps alive
+        // (the session, the prepared session, or the entry's own box), so it is UTF-8 and live;
+        // no need for the check `StrRef::as_str` does for texts of unknown origin.
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(t.ptr, t.len)) }
+    }
+
+    /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
+    /// was worked out before, else `make()` (new text, tokens), remembered.
+    pub(crate) fn edited(
+        &self,
+        i: usize,
+        sig: EditSig<'_>,
+        make: impl FnOnce() -> (Rc<str>, u64),
+    ) -> (Rc<str>, u64) {
+        let key = self.entries[i].key;
+        let mut edits = self.edits.borrow_mut();
+        let list = edits.entry(key).or_default();
+        if let Some(c) = list.iter().find(|c| c.sig.is(&sig)) {
+            return (c.text.clone(), c.tokens);
+        }
+        let (text, tokens) = make();
+        list.push(CachedEdit {
+            sig: OwnedSig::of(&sig),
+            text: text.clone(),
+            tokens,
+        });
+        (text, tokens)
     }
 }
 
@@ -868,6 +959,62 @@ mod tests {
         summary: Vec<bool>,
     }
 
+    /// A cached edit is reused for the same edit of the same text, and forgotten when a
+    /// persistent edit changes the message or a summary takes its key.
+    #[test]
+    fn cached_edits_follow_the_text_they_were_made_from() {
+        let mut b = SessionBuilder::new();
+        let a = b.agent("main");
+        b.msg(a, Role::User, "abcdefghij");
+        b.msg(a, Role::User, "klmnopqrst");
+        let session = b.session;
+        let prepared = Prepared::new(&session, &Chars4);
+        let mut facts = Facts::new(prepared.interner());
+        let mut ctx = Context::new(&session, &prepared, 0);
+        let (mut id, mut made) = (0, 0);
+        for m in 0..2 {
+            id += 1;
+            ctx.append(m, id);
+        }
+        let sig = EditSig::Truncate {
+            head: 2,
+            tail: 2,
+            marker: "~",
+        };
+        let mut edit = |ctx: &Context<'_>, i: usize| {
+            ctx.edited(i, sig, || {
+                made += 1;
+                let t = ctx.text(i);
+                (format!("{}~{}", &t[..2], &t[t.len() - 2..]).into(), 1)
+            })
+            .0
+        };
+        assert_eq!(&*edit(&ctx, 0), "ab~ij");
+        assert_eq!(&*edit(&ctx, 0), "ab~ij");
+        ctx.apply(
+            0,
+            1,
+            Replacement::Texts(vec![("0123456789".into(), 3)]),
+            &mut id,
+            &mut facts,
+        );
+        assert_eq!(&*edit(&ctx, 0), "01~89");
+        ctx.apply(
+            0,
+            2,
+            Replacement::Summary {
+                role: Role::User,
+                text: "summary text".into(),
+                tokens: 3,
+            },
+            &mut id,
+            &mut facts,
+        );
+        assert_eq!(&*edit(&ctx, 0), "su~xt");
+        drop(edit);
+        assert_eq!(made, 3, "one cache hit, three texts worked out");
+    }
+
     /// Random appends, drops, summaries and re-texts of a context: after each, every index the
     /// engine reads (token sums, fact occurrences, summary coverage, tool-pair spans) equals what a
     /// from-scratch scan of a naive model gives.
@@ -971,8 +1118,8 @@ mod tests {
                             naive.summary.splice(s..e, [true]);
                         }
                         _ => {
-                            let texts: Vec<(String, u64)> = (s..e)
-                                .map(|_| (format!("edited file_{}.rs", next(40)), 3))
+                            let texts: Vec<(Rc<str>, u64)> = (s..e)
+                                .map(|_| (format!("edited file_{}.rs", next(40)).into(), 3))
                                 .collect();
                             for (i, (t, _)) in (s..e).zip(&texts) {
                                 naive.facts[i] = facts.extract(t).iter().copied().collect();

@@ -6,6 +6,7 @@ use super::summarizer::SummarizerModel;
 use crate::plugin_host::RawDecision;
 use crate::tokens::TokenCounter;
 use ctxlab_plugin_api::{Op, OpKind, Scope};
+use std::rc::Rc;
 
 /// Most ops one decision may carry: a real strategy needs a handful; more is a runaway plugin.
 pub const MAX_OPS: usize = 256;
@@ -21,8 +22,9 @@ pub(crate) struct Planned {
     /// SUMMARIZE: the simulated part of the summary, and the summarizer's input.
     pub simulated: u64,
     pub summarizer_input: u64,
-    /// TRUNCATE / MASK / OFFLOAD: each message's new text and raw tokens.
-    pub texts: Vec<(String, u64)>,
+    /// TRUNCATE / MASK / OFFLOAD: each message's new text and raw tokens (shared with the
+    /// context's cache of edits: strategies send the same this-call edits call after call).
+    pub texts: Vec<(Rc<str>, u64)>,
 }
 
 /// A checked decision: content edits sorted by position, pins/unpins in decision order.
@@ -60,9 +62,16 @@ fn kind_name(k: &OpKind) -> &'static str {
     }
 }
 
-/// `head` chars + marker + `tail` chars of `text`, or `None` when that would not shorten it.
-pub(crate) fn truncated(text: &str, head: u64, tail: u64, marker: &str) -> Option<String> {
-    let chars = text.chars().count() as u64;
+/// `head` chars + marker + `tail` chars of `text` (which has `chars` chars), or `None` when that
+/// would not shorten it. Walks `head` chars from the front and `tail` from the back, never the
+/// whole text.
+pub(crate) fn truncated(
+    text: &str,
+    chars: u64,
+    head: u64,
+    tail: u64,
+    marker: &str,
+) -> Option<String> {
     if head.saturating_add(tail) >= chars {
         return None;
     }
@@ -74,15 +83,14 @@ pub(crate) fn truncated(text: &str, head: u64, tail: u64, marker: &str) -> Optio
         text.len()
     } else {
         text.char_indices()
-            .nth((chars - tail) as usize)
-            .map_or(text.len(), |(i, _)| i)
+            .nth_back(tail as usize - 1)
+            .map_or(0, |(i, _)| i)
     };
-    Some(format!(
-        "{}{}{}",
-        &text[..head_end],
-        marker,
-        &text[tail_start..]
-    ))
+    let mut out = String::with_capacity(head_end + marker.len() + text.len() - tail_start);
+    out.push_str(&text[..head_end]);
+    out.push_str(marker);
+    out.push_str(&text[tail_start..]);
+    Some(out)
 }
 
 /// Checks `d` against the agent's context and works out every edit's effect.
@@ -106,13 +114,15 @@ pub(crate) fn check(
     let mut unpinned: Vec<(usize, usize)> = Vec::new();
     let mut last_end = 0usize;
     for (n, op) in d.ops.iter().enumerate() {
-        let what = format!("op {n} ({} {}..{})", kind_name(&op.kind), op.start, op.end);
+        // Built only for an error message: a valid decision formats nothing.
+        let what = || format!("op {n} ({} {}..{})", kind_name(&op.kind), op.start, op.end);
         if op.start >= op.end {
-            return Err(format!("{what}: empty or reversed range"));
+            return Err(format!("{}: empty or reversed range", what()));
         }
         if op.end > len {
             return Err(format!(
-                "{what}: range ends past the context, which holds {len} messages"
+                "{}: range ends past the context, which holds {len} messages",
+                what()
             ));
         }
         if matches!(op.kind, OpKind::Pin | OpKind::Unpin) {
@@ -124,7 +134,8 @@ pub(crate) fn check(
         }
         if op.start < last_end {
             return Err(format!(
-                "{what}: overlaps or precedes the previous edit (ends at {last_end}); edits must be sorted and not overlap"
+                "{}: overlaps or precedes the previous edit (ends at {last_end}); edits must be sorted and not overlap",
+                what()
             ));
         }
         last_end = op.end;
@@ -135,7 +146,8 @@ pub(crate) fn check(
             });
             if let Some(i) = touched {
                 return Err(format!(
-                    "{what}: touches pinned message at position {i} without unpinning it first"
+                    "{}: touches pinned message at position {i} without unpinning it first",
+                    what()
                 ));
             }
         }
@@ -151,7 +163,8 @@ pub(crate) fn check(
         match &op.kind {
             OpKind::Drop | OpKind::Summarize { .. } if ctx.splits_pair(op.start, op.end) => {
                 return Err(format!(
-                    "{what}: separates a tool call from its result (both must go or stay together)"
+                    "{}: separates a tool call from its result (both must go or stay together)",
+                    what()
                 ));
             }
             OpKind::Drop => {}
@@ -170,8 +183,10 @@ pub(crate) fn check(
                 );
                 if s.tokens > before {
                     return Err(format!(
-                        "{what}: summary of {} tokens is larger than the {} tokens it replaces",
-                        s.tokens, before
+                        "{}: summary of {} tokens is larger than the {} tokens it replaces",
+                        what(),
+                        s.tokens,
+                        before
                     ));
                 }
                 p.after = s.tokens;
@@ -180,15 +195,27 @@ pub(crate) fn check(
             }
             OpKind::Truncate { head, tail, marker } => {
                 for i in op.start..op.end {
-                    let old = ctx.text(i);
-                    let new =
-                        truncated(old, *head, *tail, marker).unwrap_or_else(|| old.to_string());
-                    p.texts.push(retext(ctx, i, new, counter));
+                    let sig = EditSig::Truncate {
+                        head: *head,
+                        tail: *tail,
+                        marker,
+                    };
+                    p.texts.push(ctx.edited(i, sig, || {
+                        let old = ctx.text(i);
+                        let new = truncated(old, ctx.views[i].chars, *head, *tail, marker);
+                        match new {
+                            Some(new) => retext(ctx, i, new, counter),
+                            // Nothing to cut: the text and its tokens stay.
+                            None => (old.into(), ctx.views[i].tokens),
+                        }
+                    }));
                 }
             }
             OpKind::Mask { placeholder: t } | OpKind::Offload { stub: t } => {
                 for i in op.start..op.end {
-                    p.texts.push(retext(ctx, i, t.clone(), counter));
+                    p.texts.push(ctx.edited(i, EditSig::Replace(t), || {
+                        retext(ctx, i, t.clone(), counter)
+                    }));
                 }
             }
             OpKind::Pin | OpKind::Unpin => unreachable!("handled above"),
@@ -203,11 +230,23 @@ pub(crate) fn check(
 
 /// New text for the message at `i`, with its tokens: the message's per-message overheads stay,
 /// only the text's share changes.
-fn retext(ctx: &Context<'_>, i: usize, text: String, counter: &dyn TokenCounter) -> (String, u64) {
+fn retext(ctx: &Context<'_>, i: usize, text: String, counter: &dyn TokenCounter) -> (Rc<str>, u64) {
     let old = ctx.views[i].tokens;
     let old_text = counter.count_text(ctx.text(i));
     let tokens = old.saturating_sub(old_text) + counter.count_text(&text);
-    (text, tokens)
+    (text.into(), tokens)
+}
+
+/// What an edit of one message's text is, for the context's cache of edits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EditSig<'d> {
+    Truncate {
+        head: u64,
+        tail: u64,
+        marker: &'d str,
+    },
+    /// Mask or offload: the text becomes this placeholder or stub.
+    Replace(&'d str),
 }
 
 #[cfg(test)]
@@ -216,15 +255,12 @@ mod tests {
 
     #[test]
     fn truncation_keeps_head_marker_tail() {
-        assert_eq!(
-            truncated("abcdefghij", 2, 3, "…").as_deref(),
-            Some("ab…hij")
-        );
-        assert_eq!(
-            truncated("abcdefghij", 2, 0, "[cut]").as_deref(),
-            Some("ab[cut]")
-        );
-        assert_eq!(truncated("abc", 2, 1, "…"), None);
-        assert_eq!(truncated("äöüßéèà", 1, 1, "-").as_deref(), Some("ä-à"));
+        let t = |s: &str, h, tl, m: &str| truncated(s, s.chars().count() as u64, h, tl, m);
+        assert_eq!(t("abcdefghij", 2, 3, "…").as_deref(), Some("ab…hij"));
+        assert_eq!(t("abcdefghij", 2, 0, "[cut]").as_deref(), Some("ab[cut]"));
+        assert_eq!(t("abcdefghij", 0, 1, "-").as_deref(), Some("-j"));
+        assert_eq!(t("abc", 2, 1, "…"), None);
+        assert_eq!(t("äöüßéèà", 1, 1, "-").as_deref(), Some("ä-à"));
+        assert_eq!(t("äöüßéèà", 2, 3, "-").as_deref(), Some("äö-éèà"));
     }
 }
