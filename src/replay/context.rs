@@ -74,6 +74,9 @@ pub(crate) struct Context<'a> {
     pub assistant_turns: u64,
 }
 
+/// Edits remembered per entry (`Context::edited`).
+const EDITS_PER_ENTRY: usize = 4;
+
 struct CachedEdit {
     sig: OwnedSig,
     text: Rc<str>,
@@ -704,6 +707,11 @@ impl<'a> Context<'a> {
             return (c.text.clone(), c.tokens);
         }
         let (text, tokens) = make();
+        // A strategy whose edits of a message vary call by call (a cut that follows the budget)
+        // would grow the list without end: keep the latest few.
+        if list.len() >= EDITS_PER_ENTRY {
+            list.remove(0);
+        }
         list.push(CachedEdit {
             sig: OwnedSig::of(&sig),
             text: text.clone(),

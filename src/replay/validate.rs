@@ -95,7 +95,7 @@ pub(crate) fn truncated(
 
 /// Checks `d` against the agent's context and works out every edit's effect.
 pub(crate) fn check(
-    d: RawDecision,
+    mut d: RawDecision,
     ctx: &Context<'_>,
     counter: &dyn TokenCounter,
     summarizer: &SummarizerModel,
@@ -113,9 +113,13 @@ pub(crate) fn check(
     let mut plan = Plan::default();
     let mut unpinned: Vec<(usize, usize)> = Vec::new();
     let mut last_end = 0usize;
-    for (n, op) in d.ops.iter().enumerate() {
+    // The ops move into the plan (no copy of their texts).
+    let ops = std::mem::take(&mut d.ops);
+    plan.edits.reserve(ops.len());
+    for (n, op) in ops.into_iter().enumerate() {
         // Built only for an error message: a valid decision formats nothing.
-        let what = || format!("op {n} ({} {}..{})", kind_name(&op.kind), op.start, op.end);
+        let (kind, start, end) = (kind_name(&op.kind), op.start, op.end);
+        let what = move || format!("op {n} ({kind} {start}..{end})");
         if op.start >= op.end {
             return Err(format!("{}: empty or reversed range", what()));
         }
@@ -129,7 +133,7 @@ pub(crate) fn check(
             if op.kind == OpKind::Unpin {
                 unpinned.push((op.start, op.end));
             }
-            plan.flags.push(op.clone());
+            plan.flags.push(op);
             continue;
         }
         if op.start < last_end {
@@ -153,7 +157,10 @@ pub(crate) fn check(
         }
         let before = ctx.tokens_in(op.start, op.end);
         let mut p = Planned {
-            op: op.clone(),
+            op: Op {
+                kind: OpKind::Drop,
+                ..op
+            },
             before,
             after: 0,
             simulated: 0,
@@ -223,6 +230,7 @@ pub(crate) fn check(
         if !p.texts.is_empty() {
             p.after = p.texts.iter().map(|t| t.1).sum();
         }
+        p.op.kind = op.kind;
         plan.edits.push(p);
     }
     Ok((plan, d))
