@@ -381,6 +381,18 @@ fn a_prepared_session_is_shared_by_runs_and_refused_elsewhere() {
     h.budget = o.budget;
     let e = replay::run_prepared(&s, &prepared, StrategySpec::None, &h).unwrap_err();
     assert!(e.to_string().contains("chars4"), "{e}");
+    // Counting only (no facts) is enough for the recorded contexts, not for a run.
+    let counts = replay::Prepared::counts(&s, &*counter());
+    assert_eq!(
+        replay::recorded_raw_tokens_prepared(&s, &counts, &*counter()).unwrap(),
+        replay::recorded_raw_tokens(&s, &*counter())
+    );
+    assert_eq!(
+        replay::recorded_raw_tokens_prepared(&s, &prepared, &*counter()).unwrap(),
+        replay::recorded_raw_tokens(&s, &*counter())
+    );
+    let e = replay::run_prepared(&s, &counts, StrategySpec::None, &o).unwrap_err();
+    assert!(e.to_string().contains("counting only"), "{e}");
 }
 
 #[test]

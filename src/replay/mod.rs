@@ -262,7 +262,7 @@ pub fn run_prepared(
     opts: &ReplayOptions<'_>,
 ) -> Result<Run> {
     check_replayable(session)?;
-    prepared.check(session, &*opts.counter)?;
+    prepared.check_for_run(session, &*opts.counter)?;
     let budget = resolve_budget(session, opts.budget, &opts.models)?;
     let (label, plugin, params, mut instance) = match &strategy {
         StrategySpec::None | StrategySpec::Recorded => (
@@ -329,12 +329,12 @@ pub fn recorded_raw_tokens(session: &Session, counter: &dyn TokenCounter) -> Vec
     if session.usage_only {
         return vec![None; session.calls.len()];
     }
-    recorded_raw_tokens_prepared(session, &Prepared::new(session, counter), counter)
+    recorded_raw_tokens_prepared(session, &Prepared::counts(session, counter), counter)
         .unwrap_or_else(|_| vec![None; session.calls.len()])
 }
 
-/// `recorded_raw_tokens` of a session already prepared with `counter`; refuses a `Prepared`
-/// made from another session or with another counter.
+/// `recorded_raw_tokens` of a session already prepared with `counter` (`Prepared::counts` is
+/// enough); refuses a `Prepared` made from another session or with another counter.
 pub fn recorded_raw_tokens_prepared(
     session: &Session,
     prepared: &Prepared,
