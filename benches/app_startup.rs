@@ -173,6 +173,14 @@ fn inspect_secs(cli: &Path, log: &Path) -> f64 {
     took
 }
 
+/// The 1-minute load average, as `/proc/loadavg` says.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
 fn fmt_ms(ms: Option<f64>) -> String {
     ms.map_or_else(|| "—".into(), |v| format!("{:.0}", v))
 }
@@ -213,6 +221,7 @@ fn main() {
         empty.push(e);
         inspect = inspect.min(inspect_secs(&cli, &log));
     }
+    let each: Vec<String> = with_log.iter().map(|r| fmt_ms(r.step("chart"))).collect();
     let s = best(with_log, "chart");
     let e = best(empty, "painted");
     let chart = s.step("chart").expect("chart step");
@@ -237,8 +246,13 @@ fn main() {
     ));
     md.push_str(&format!(
         "**Start to a drawn chart: {:.0} ms** (target ≤ {:.0} ms: {verdict}); wall time from spawning \
-         the app to its exit {:.0} ms.\n\n",
-        chart, TARGET_MS, s.wall_ms
+         the app to its exit {:.0} ms. Each run's chart: {} ms (load average {}: the spread is \
+         the shared machine).\n\n",
+        chart,
+        TARGET_MS,
+        s.wall_ms,
+        each.join(", "),
+        load_average()
     ));
     md.push_str("| step | ms since `main` |\n|---|---:|\n");
     for (step, what) in phases {

@@ -60,9 +60,14 @@ pub fn setup_with<R: tauri::Runtime>(
 pub fn run() {
     // Without a GPU render node (a virtual display, a VM, a container) WebKitGTK's DMA-BUF
     // renderer falls back slowly: the first frame came ~1.7 s later under Xvfb. Its plain renderer
-    // draws the same; a user who sets the variable keeps their choice.
+    // draws the same; a user who sets the variable keeps their choice. Not under WebDriver
+    // (tauri-driver sets TAURI_WEBVIEW_AUTOMATION): there its screenshot command then never
+    // returns, as with WEBKIT_DISABLE_COMPOSITING_MODE.
     #[cfg(target_os = "linux")]
-    if std::env::var_os("WEBKIT_DISABLE_DMABUF_RENDERER").is_none() && !has_render_node() {
+    if std::env::var_os("WEBKIT_DISABLE_DMABUF_RENDERER").is_none()
+        && std::env::var_os("TAURI_WEBVIEW_AUTOMATION").is_none()
+        && !has_render_node()
+    {
         std::env::set_var("WEBKIT_DISABLE_DMABUF_RENDERER", "1");
     }
     let paths: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();

@@ -194,4 +194,33 @@ describe("ctxlab app", () => {
     await shot("07-live");
     await wd.press('[data-testid="follow-toggle"]');
   });
+  // Last: runs after the steps above in the same window: the open log, the comparison and the sweep
+  // are still there, so every view has something to show.
+  it("switches the theme and every view still reads", async () => {
+    const before = await wd.exec("return document.documentElement.dataset.theme");
+    await wd.press('[data-testid="theme"]');
+    const after = await wd.exec("return document.documentElement.dataset.theme");
+    assert.notEqual(after, before);
+    assert.ok(after === "dark" || after === "light");
+    // The charts are drawn again in the theme's colours: the axis text follows the theme.
+    for (const view of ["library", "session", "compare", "tune", "export"]) {
+      await tab(view);
+      if (view === "compare") {
+        // The comparison again, on the log open now (the live one): its charts in this theme.
+        await wd.press('[data-testid="run-compare"]');
+        await wd.waitFor('[data-testid="metrics-table"]', 180_000);
+      }
+      if (view === "tune") {
+        // The sweep again too (its grid is still ticked): the Pareto chart in this theme.
+        await wd.press('[data-testid="run-tune"]');
+        await wd.waitFor('[data-testid="tune-candidates"]', 300_000);
+        await wd.until("the Pareto chart drawn", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="pareto-chart"] canvas').length`)) === 1);
+      }
+      if (view === "session" || view === "compare") await wd.waitFor('[data-testid="chart"] canvas', 30_000);
+      await new Promise((r) => setTimeout(r, 300));
+      await shot(`08-${after}-${view}`);
+    }
+    await wd.press('[data-testid="theme"]');
+    assert.equal(await wd.exec("return document.documentElement.dataset.theme"), before);
+  });
 });

@@ -42,7 +42,24 @@ export interface ChartSpec {
 
 export const PALETTE = ["#4e9ce6", "#e5894a", "#52b788", "#c77dff", "#e05d6f", "#d8b83a", "#4cc9c0", "#9c9c9c", "#7d8ce8", "#b5835a"];
 
-const THRESHOLD_COLORS: Record<string, string> = { warn: "#d6a400", cutover: "#e0483e", trigger: "#9b59d0" };
+/** Threshold colours follow the theme (style.css: --warn, --cutover, --trigger). */
+function thresholdColor(kind: string): string {
+  const fallback: Record<string, string> = { warn: "#d6a400", cutover: "#e0483e", trigger: "#9b59d0" };
+  return kind in fallback ? cssVar(`--${kind}`, fallback[kind]) : cssVar("--fg-muted", "#888");
+}
+
+/** Text on the plot with a box of the panel's colour behind it, so lines crossing it do not
+ *  hide it. */
+function label(ctx: CanvasRenderingContext2D, text: string, x: number, y: number, color: string, px: number) {
+  const w = ctx.measureText(text).width;
+  ctx.save();
+  ctx.globalAlpha = 0.85;
+  ctx.fillStyle = cssVar("--panel", "#fff");
+  ctx.fillRect(x - 2 * px, y - 10 * px, w + 4 * px, 13 * px);
+  ctx.restore();
+  ctx.fillStyle = color;
+  ctx.fillText(text, x, y);
+}
 
 function cssVar(name: string, fallback: string): string {
   const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -204,26 +221,33 @@ export class Chart {
     ctx.rect(left, top, width, height);
     ctx.clip();
     ctx.font = `${11 * px}px system-ui, sans-serif`;
+    // uPlot leaves the context as its last axis label set it (right- or centre-aligned).
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
     let markers = 0;
+    const muted = cssVar("--fg-muted", "#888");
     ctx.setLineDash([5 * px, 4 * px]);
     ctx.lineWidth = 1 * px;
     const xmin = u.scales.x.min ?? 0;
     const xmax = u.scales.x.max ?? 0;
     let lastLabelEnd = -Infinity;
+    // Labels are drawn after every line, so no later line crosses an earlier label.
+    const labels: [string, number, number, string][] = [];
     for (const m of this.spec.markers) {
       if (m.call < xmin || m.call > xmax) continue;
       const x = Math.round(u.valToPos(m.call, "x", true));
-      ctx.strokeStyle = m.color ?? "#888";
+      ctx.strokeStyle = m.color ?? muted;
       ctx.beginPath();
       ctx.moveTo(x, top);
       ctx.lineTo(x, top + height);
       ctx.stroke();
       // Labels never overlap: one that would touch the previous is left out (the line stays).
       const w = ctx.measureText(m.label).width;
-      if (x + 3 * px > lastLabelEnd + 4 * px) {
-        ctx.fillStyle = m.color ?? "#888";
-        ctx.fillText(m.label, x + 3 * px, top + 12 * px);
-        lastLabelEnd = x + 3 * px + w;
+      // Right of the line, or left of it where the plot ends (else the label is cut off).
+      const lx = x + 3 * px + w > left + width ? x - 3 * px - w : x + 3 * px;
+      if (lx > lastLabelEnd + 4 * px) {
+        labels.push([m.label, lx, top + 12 * px, m.color ?? muted]);
+        lastLabelEnd = lx + w;
       }
       markers++;
     }
@@ -237,7 +261,7 @@ export class Chart {
       drawn.add(key);
       const y = Math.round(u.valToPos(t.tokens, "y", true));
       if (y < top || y > top + height) continue;
-      const color = THRESHOLD_COLORS[t.kind] ?? "#888";
+      const color = thresholdColor(t.kind);
       ctx.strokeStyle = color;
       ctx.setLineDash([8 * px, 5 * px]);
       ctx.lineWidth = 1.5 * px;
@@ -245,14 +269,15 @@ export class Chart {
       ctx.moveTo(left, y);
       ctx.lineTo(left + width, y);
       ctx.stroke();
-      ctx.fillStyle = color;
       const text = `${t.kind} ${fmtInt(t.tokens)} (${t.label})`;
       let tx = left + width - ctx.measureText(text).width - 6 * px;
       for (const p of placed) if (Math.abs(p.y - y) < 14 * px && tx + ctx.measureText(text).width > p.x - 12 * px) tx = p.x - ctx.measureText(text).width - 16 * px;
-      ctx.fillText(text, tx, y - 4 * px);
+      labels.push([text, tx, y - 4 * px, color]);
       placed.push({ x: tx, y });
       thresholds++;
     }
+    ctx.setLineDash([]);
+    for (const [text, x, y, color] of labels) label(ctx, text, x, y, color, px);
     ctx.restore();
     // What the end-to-end tests (and screen readers via the caption) can see of a canvas.
     this.root.dataset.markers = String(markers);

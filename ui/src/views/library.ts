@@ -127,7 +127,7 @@ export function renderLibrary(root: HTMLElement) {
               h(
                 "td",
                 {},
-                s.warning_count ? h("span.badge.warn", { title: s.warnings.map((w) => `${w.file}:${w.line}: ${w.message}`).join("\n") }, `${fmtInt(s.warning_count)} warnings`) : null,
+                s.warning_count ? h("span.badge.warn", { title: s.warnings.map((w) => `${w.file}:${w.line}: ${w.message}`).join("\n") }, `${fmtInt(s.warning_count)} warning${s.warning_count === 1 ? "" : "s"}`) : null,
                 h(
                   "button.ghost",
                   {

@@ -10,6 +10,7 @@ import { clear, empty, errorBox, esc, h } from "../dom";
 import { fmtBytes, fmtInt, fmtPct } from "../format";
 import { applyLive } from "../live";
 import { changed, store } from "../store";
+import { refreshStored } from "./library";
 
 let chart: Chart | null = null;
 let contextCall: number | null = null;
@@ -21,12 +22,33 @@ const following = new Map<number, number>();
 let followError: string | null = null;
 let chartReported = false;
 
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** The agents, fidelity and compactions of a followed session (the live updates carry only the
+ *  calls), and the library's rows, read again once the log has been quiet for a moment. */
+function refreshSoon(key: number, delay = 1500) {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => {
+    try {
+      const fresh = await api.sessionDetail(key);
+      if (store.detail?.summary.key === key) store.detail = fresh;
+      store.library = await api.library();
+    } catch {
+      // Closed meanwhile: nothing to refresh.
+    }
+    changed();
+  }, delay);
+}
+
 async function toggleFollow(key: number) {
   followError = null;
   if (following.has(key)) {
     following.delete(key);
     await api.unfollow(key);
     store.status = "Stopped following the log";
+    refreshSoon(key, 0);
+    // The library records the grown log when the follower stops (at its next poll).
+    setTimeout(() => void refreshStored(), 800);
     changed();
     return;
   }
@@ -42,6 +64,7 @@ async function toggleFollow(key: number) {
         d.summary.calls = u.total_calls;
         following.set(key, (following.get(key) ?? 0) + added);
         store.status = u.reloaded ?? `Following: ${fmtInt(u.total_calls)} calls (${added >= 0 ? "+" : ""}${fmtInt(added)})`;
+        refreshSoon(key);
       }
       changed();
     });
