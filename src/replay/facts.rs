@@ -16,7 +16,7 @@ pub(crate) struct Interner {
 /// Gives each distinct fact text one id: the base interner's, else one of its own numbered after
 /// the base's (for the texts a run writes: summaries, truncations, masks).
 pub(crate) struct Facts<'p> {
-    base: &'p Interner,
+    base: Option<&'p Interner>,
     own: FxHashMap<Box<str>, FactId>,
     /// Reused by `extract` so that a message costs no allocation besides its result.
     scratch: Vec<FactId>,
@@ -32,22 +32,30 @@ impl Interner {
 impl<'p> Facts<'p> {
     pub(crate) fn new(base: &'p Interner) -> Facts<'p> {
         Facts {
-            base,
+            base: Some(base),
             own: FxHashMap::default(),
             scratch: Vec::new(),
         }
     }
 
-    /// The facts interned here, as an interner (for a `Facts` made over an empty base).
+    /// Interns into `interner` itself (to grow it), with no base.
+    pub(crate) fn owning(interner: Interner) -> Facts<'static> {
+        Facts {
+            base: None,
+            own: interner.ids,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The facts interned here, as an interner (for a `Facts` made by `owning`).
     pub(crate) fn into_interner(self) -> Interner {
-        debug_assert!(self.base.ids.is_empty());
+        debug_assert!(self.base.is_none());
         Interner { ids: self.own }
     }
 
     fn id(&self, fact: &str) -> Option<FactId> {
         self.base
-            .ids
-            .get(fact)
+            .and_then(|b| b.ids.get(fact))
             .or_else(|| self.own.get(fact))
             .copied()
     }
@@ -63,11 +71,12 @@ impl<'p> Facts<'p> {
     pub(crate) fn extract_distinct(&mut self, text: &str) -> &[FactId] {
         let Facts { base, own, scratch } = self;
         scratch.clear();
+        let base_len = base.map_or(0, |b| b.ids.len());
         scan(text, |fact| {
-            let id = match base.ids.get(fact).or_else(|| own.get(fact)) {
+            let id = match base.and_then(|b| b.ids.get(fact)).or_else(|| own.get(fact)) {
                 Some(&id) => id,
                 None => {
-                    let next = (base.ids.len() + own.len()) as FactId;
+                    let next = (base_len + own.len()) as FactId;
                     own.insert(fact.into(), next);
                     next
                 }
@@ -350,8 +359,7 @@ mod tests {
 
     #[test]
     fn interning_gives_one_id_per_fact() {
-        let base = Interner::default();
-        let mut facts = Facts::new(&base);
+        let mut facts = Facts::owning(Interner::default());
         let a = facts.extract("main.rs main.rs 12345");
         let b = facts.extract("12345 other.rs");
         assert_eq!(a.len(), 2);

@@ -28,6 +28,10 @@ struct Prep {
     /// Index into `texts` when the message's text is several parts joined; `NONE` when it is
     /// its single part (borrowed from the session) or empty.
     text: u32,
+    /// `answers[answers.0..answers.1]`: the calls its tool results answer.
+    answers: (u32, u32),
+    /// Its tool calls and results.
+    tool_parts: u32,
 }
 
 /// The tool call a tool-result part answers, in the same agent: (message, part).
@@ -46,10 +50,11 @@ pub struct Prepared {
     texts: Vec<Box<str>>,
     fact_list: Vec<FactId>,
     facts: Interner,
-    /// `answers[answers_at[m]..answers_at[m + 1]]`: for each tool result of message `m`, in
-    /// order, the call it answers (`msg` = `MsgIdx::MAX` when the log has no such call).
-    answers_at: Vec<u32>,
+    /// For each tool result, in message order, the call it answers (`msg` = `MsgIdx::MAX` when
+    /// the log has no such call).
     answers: Vec<Answers>,
+    /// Per agent: tool call id → the call, for results still to come (`update`).
+    calls: Vec<FxHashMap<Box<str>, Answers>>,
     /// Per agent: its messages in the session.
     agent_messages: Vec<usize>,
     /// Per agent: tool calls and results in its messages.
@@ -73,82 +78,141 @@ impl Prepared {
 
     fn build(session: &Session, counter: &dyn TokenCounter, with_facts: bool) -> Prepared {
         let n = session.messages.len();
-        let mut prep = Vec::with_capacity(n);
-        let mut texts = Vec::new();
-        let mut fact_list = Vec::with_capacity(n * 2);
-        let interner = Interner::default();
-        let mut facts = Facts::new(&interner);
-        let mut calls: FxHashMap<(usize, &str), Answers> = FxHashMap::default();
-        let mut answers = Vec::new();
-        let mut answers_at = Vec::with_capacity(n + 1);
-        let mut tool_parts = vec![0; session.agents.len()];
-        let mut agent_messages = vec![0; session.agents.len()];
-        for (i, m) in session.messages.iter().enumerate() {
-            let text = message_text(m);
-            let start = fact_list.len() as u32;
-            if with_facts {
-                fact_list.extend_from_slice(facts.extract_distinct(&text));
+        let mut p = Prepared {
+            session: session.id.clone(),
+            messages: 0,
+            counter: counter.name(),
+            prep: Vec::with_capacity(n),
+            texts: Vec::new(),
+            fact_list: Vec::with_capacity(if with_facts { n * 2 } else { 0 }),
+            facts: Interner::default(),
+            answers: Vec::new(),
+            calls: Vec::new(),
+            agent_messages: Vec::new(),
+            tool_parts: Vec::new(),
+            with_facts,
+        };
+        p.grow(session, counter, &[]);
+        p
+    }
+
+    /// The session grew (a followed log, `formats::follow`): prepares the messages added since
+    /// and again those in `changed` (messages that got more content), leaving the rest as they
+    /// are, so a poll costs what it added. Refuses another session, another counter, or a
+    /// session with fewer messages than prepared (a rewritten file: prepare it anew).
+    pub fn update(
+        &mut self,
+        session: &Session,
+        counter: &dyn TokenCounter,
+        changed: &[MsgIdx],
+    ) -> Result<()> {
+        if self.session != session.id
+            || self.counter != counter.name()
+            || session.messages.len() < self.messages
+        {
+            return Err(Error::Invalid(format!(
+                "the preparation of {} ({} messages, {} counter) cannot grow into {} ({} messages, {} counter)",
+                self.session,
+                self.messages,
+                self.counter,
+                session.id,
+                session.messages.len(),
+                counter.name()
+            )));
+        }
+        self.grow(session, counter, changed);
+        Ok(())
+    }
+
+    fn grow(&mut self, session: &Session, counter: &dyn TokenCounter, changed: &[MsgIdx]) {
+        let agents = session.agents.len();
+        if self.agent_messages.len() < agents {
+            self.agent_messages.resize(agents, 0);
+            self.tool_parts.resize(agents, 0);
+            self.calls.resize_with(agents, FxHashMap::default);
+        }
+        let mut facts = Facts::owning(std::mem::take(&mut self.facts));
+        let old = self.messages;
+        for &m in changed.iter().filter(|&&m| m < old) {
+            let p = self.prepare_one(session, counter, &mut facts, m);
+            let a = session.messages[m].agent;
+            if let Some(t) = self.tool_parts.get_mut(a) {
+                *t = *t - self.prep[m].tool_parts as usize + p.tool_parts as usize;
             }
-            let p = Prep {
-                tokens: counter.count_message(m),
-                chars: text.chars().count() as u64,
-                facts: (start, fact_list.len() as u32),
-                text: match text {
-                    Cow::Owned(s) => {
-                        texts.push(s.into_boxed_str());
-                        (texts.len() - 1) as u32
-                    }
-                    Cow::Borrowed(_) => NONE,
-                },
-            };
-            prep.push(p);
-            answers_at.push(answers.len() as u32);
-            if let Some(c) = agent_messages.get_mut(m.agent) {
-                *c += 1;
+            self.prep[m] = p;
+        }
+        for m in old..session.messages.len() {
+            let p = self.prepare_one(session, counter, &mut facts, m);
+            let a = session.messages[m].agent;
+            if a < agents {
+                self.agent_messages[a] += 1;
+                self.tool_parts[a] += p.tool_parts as usize;
             }
-            for (k, part) in m.parts.iter().enumerate() {
-                if matches!(part, Part::ToolCall { .. } | Part::ToolResult { .. }) {
-                    if let Some(t) = tool_parts.get_mut(m.agent) {
-                        *t += 1;
-                    }
-                }
-                match part {
-                    Part::ToolCall { id, .. } => {
+            self.prep.push(p);
+        }
+        self.messages = session.messages.len();
+        self.facts = facts.into_interner();
+    }
+
+    /// Counts, flattens and scans message `i`; registers its tool calls for results to come.
+    fn prepare_one(
+        &mut self,
+        session: &Session,
+        counter: &dyn TokenCounter,
+        facts: &mut Facts<'_>,
+        i: MsgIdx,
+    ) -> Prep {
+        let m = &session.messages[i];
+        let text = message_text(m);
+        let start = self.fact_list.len() as u32;
+        if self.with_facts {
+            self.fact_list
+                .extend_from_slice(facts.extract_distinct(&text));
+        }
+        let answers_start = self.answers.len() as u32;
+        let mut tool_parts = 0;
+        for (k, part) in m.parts.iter().enumerate() {
+            match part {
+                Part::ToolCall { id, .. } => {
+                    tool_parts += 1;
+                    if let Some(calls) = self.calls.get_mut(m.agent) {
                         calls.insert(
-                            (m.agent, id.as_str()),
+                            id.as_str().into(),
                             Answers {
                                 msg: i,
                                 part: k as u32,
                             },
                         );
                     }
-                    Part::ToolResult { call_id, .. } => {
-                        answers.push(calls.get(&(m.agent, call_id.as_str())).copied().unwrap_or(
-                            Answers {
-                                msg: MsgIdx::MAX,
-                                part: 0,
-                            },
-                        ));
-                    }
-                    _ => {}
                 }
+                Part::ToolResult { call_id, .. } => {
+                    tool_parts += 1;
+                    let call = self
+                        .calls
+                        .get(m.agent)
+                        .and_then(|c| c.get(call_id.as_str()))
+                        .copied();
+                    self.answers.push(call.unwrap_or(Answers {
+                        msg: MsgIdx::MAX,
+                        part: 0,
+                    }));
+                }
+                _ => {}
             }
         }
-        answers_at.push(answers.len() as u32);
-        let facts = facts.into_interner();
-        Prepared {
-            session: session.id.clone(),
-            messages: n,
-            counter: counter.name(),
-            prep,
-            texts,
-            fact_list,
-            facts,
-            answers_at,
-            answers,
-            agent_messages,
+        Prep {
+            tokens: counter.count_message(m),
+            chars: text.chars().count() as u64,
+            facts: (start, self.fact_list.len() as u32),
+            text: match text {
+                Cow::Owned(s) => {
+                    self.texts.push(s.into_boxed_str());
+                    (self.texts.len() - 1) as u32
+                }
+                Cow::Borrowed(_) => NONE,
+            },
+            answers: (answers_start, self.answers.len() as u32),
             tool_parts,
-            with_facts,
         }
     }
 
@@ -239,6 +303,103 @@ impl Prepared {
     /// The calls the tool results of message `m` answer, one per result part in order
     /// (`msg` = `MsgIdx::MAX` for a result whose call the log lacks).
     pub(crate) fn answers(&self, m: MsgIdx) -> &[Answers] {
-        &self.answers[self.answers_at[m] as usize..self.answers_at[m + 1] as usize]
+        let (s, e) = self.prep[m].answers;
+        &self.answers[s as usize..e as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::test_support::{Chars4, Role, SessionBuilder};
+
+    fn session() -> Session {
+        let mut b = SessionBuilder::new();
+        let a = b.agent("main");
+        let sub = b.agent("sub");
+        for i in 0..40 {
+            b.msg(
+                a,
+                Role::User,
+                format!("look at src/file_{i}.rs and E{:04}", i * 7),
+            );
+            b.tool_call(
+                a,
+                &format!("t{i}"),
+                &format!("{{\"path\":\"src/file_{i}.rs\"}}"),
+            );
+            if i % 3 == 0 {
+                b.msg(sub, Role::User, format!("side task {i} in docs/x_{i}.md"));
+            }
+            b.tool_result(
+                a,
+                &format!("t{i}"),
+                &format!("fn handler_{i}() {{}} // line {}", 100 + i),
+            );
+            b.msg(a, Role::Assistant, format!("patched src/file_{i}.rs"));
+        }
+        b.session
+    }
+
+    /// What a run reads of a preparation, message by message.
+    fn read(
+        p: &Prepared,
+        s: &Session,
+    ) -> Vec<(u64, u64, Vec<FactId>, Vec<Answers>, Option<String>)> {
+        (0..s.messages.len())
+            .map(|m| {
+                (
+                    p.tokens(m),
+                    p.chars(m),
+                    p.facts_of(m).to_vec(),
+                    p.answers(m).to_vec(),
+                    p.joined_text(m).map(String::from),
+                )
+            })
+            .collect()
+    }
+
+    /// A preparation grown poll by poll equals one made from the finished session.
+    #[test]
+    fn growing_equals_preparing_the_whole_session() {
+        let full = session();
+        let whole = Prepared::new(&full, &Chars4);
+        for cut in [0, 1, 7, 50, 99, full.messages.len()] {
+            let mut part = full.clone();
+            part.messages.truncate(cut);
+            let mut grown = Prepared::new(&part, &Chars4);
+            grown.update(&full, &Chars4, &[]).unwrap();
+            assert_eq!(read(&grown, &full), read(&whole, &full), "cut at {cut}");
+            assert_eq!(grown.tool_parts, whole.tool_parts);
+            assert_eq!(grown.agent_messages, whole.agent_messages);
+        }
+    }
+
+    /// A message that got more content is prepared again; nothing else changes.
+    #[test]
+    fn a_changed_message_is_prepared_again() {
+        let mut s = session();
+        let mut p = Prepared::new(&s, &Chars4);
+        let before = read(&p, &s);
+        let m = 5;
+        if let crate::model::Part::Text { text } = &mut s.messages[m].parts[0] {
+            text.push_str(" and src/new_file.rs with more words");
+        }
+        p.update(&s, &Chars4, &[m]).unwrap();
+        let fresh = Prepared::new(&s, &Chars4);
+        let after = read(&p, &s);
+        assert_eq!(after[m].0, fresh.tokens(m));
+        assert!(after[m].0 > before[m].0);
+        assert_eq!(after[m].2.len(), fresh.facts_of(m).len());
+        for i in (0..s.messages.len()).filter(|&i| i != m) {
+            assert_eq!(after[i], before[i], "message {i}");
+        }
+        // Another session, another counter, or a shorter session cannot be grown into.
+        let mut other = s.clone();
+        other.id = "other".into();
+        assert!(p.update(&other, &Chars4, &[]).is_err());
+        let mut shorter = s.clone();
+        shorter.messages.truncate(3);
+        assert!(p.update(&shorter, &Chars4, &[]).is_err());
     }
 }
