@@ -422,7 +422,7 @@ impl<'a> Context<'a> {
             ),
             None => (std::ptr::null(), 0),
         };
-        let facts = prepared.facts_of(idx);
+        let facts = prepared.indexed_of(idx);
         self.index_facts(facts, key);
         let view = MessageView {
             id,
@@ -485,7 +485,7 @@ impl<'a> Context<'a> {
             Replacement::Texts(texts) => {
                 for (i, (text, tokens)) in (s..e).zip(texts) {
                     let key = self.entries[i].key;
-                    let new_facts = facts.extract(&text);
+                    let new_facts = self.needed_facts(facts, &text);
                     self.unindex_facts(i);
                     self.index_facts(&new_facts, key);
                     let text: Box<str> = Box::from(&*text);
@@ -511,7 +511,7 @@ impl<'a> Context<'a> {
                         tools.as_ptr()
                     };
                     let entry = &mut self.entries[i];
-                    entry.facts = Cow::Owned(new_facts.into_vec());
+                    entry.facts = Cow::Owned(new_facts);
                     entry.tools = Some(tools);
                     entry.text = Some(text);
                 }
@@ -543,7 +543,7 @@ impl<'a> Context<'a> {
                 let agent = self.views[s].agent;
                 let request = self.views[e - 1].request;
                 self.remove(s, e);
-                let own = facts.extract(&text);
+                let own = self.needed_facts(facts, &text);
                 self.index_facts(&own, key);
                 let text: Box<str> = text.into_boxed_str();
                 let view = MessageView {
@@ -566,7 +566,7 @@ impl<'a> Context<'a> {
                     Entry {
                         key,
                         msg: None,
-                        facts: Cow::Owned(own.into_vec()),
+                        facts: Cow::Owned(own),
                         text: Some(text),
                         tools: None,
                         summary: sid,
@@ -619,6 +619,17 @@ impl<'a> Context<'a> {
                 self.pairs.set(p, lo, hi);
             }
         }
+    }
+
+    /// The facts of a text the run wrote that some call may need (the only ones indexed).
+    fn needed_facts(&self, facts: &mut Facts<'_>, text: &str) -> Vec<FactId> {
+        let prepared = self.prepared;
+        facts
+            .extract_distinct(text)
+            .iter()
+            .copied()
+            .filter(|&f| prepared.is_needed(f))
+            .collect()
     }
 
     /// The distinct facts of the entries at `[s, e)` (in `scratch`: hand it back when done).
@@ -1067,10 +1078,26 @@ mod tests {
                     }
                 }
             }
+            // Replies make facts needed (the only ones indexed): every third message is one.
+            for r in (2..b.session.messages.len()).step_by(3) {
+                let c = b.call(a);
+                b.session.calls[c].context_end = r;
+                b.session.calls[c].reply = Some(r);
+            }
             let session = b.session;
             let prepared = Prepared::new(&session, &Chars4);
             let mut facts = Facts::new(prepared.interner());
             let mut ctx = Context::new(&session, &prepared, 0);
+            let needed = |fs: &[FactId]| -> BTreeSet<FactId> {
+                fs.iter()
+                    .copied()
+                    .filter(|&f| prepared.is_needed(f))
+                    .collect()
+            };
+            assert!(
+                (0..session.messages.len()).any(|m| !prepared.indexed_of(m).is_empty()),
+                "some facts are needed"
+            );
             let mut naive = Naive {
                 keys: Vec::new(),
                 facts: Vec::new(),
@@ -1082,9 +1109,7 @@ mod tests {
                 next_id += 1;
                 ctx.append(m, next_id);
                 naive.keys.push(m as u64);
-                naive
-                    .facts
-                    .push(prepared.facts_of(m).iter().copied().collect());
+                naive.facts.push(needed(prepared.facts_of(m)));
                 naive.covers.push(BTreeSet::new());
                 naive.summary.push(false);
                 if next(6) == 0 && ctx.len() >= 4 {
@@ -1101,8 +1126,7 @@ mod tests {
                         }
                         1 => {
                             let text = format!("summary keeps file_{}.rs", next(40));
-                            let own: BTreeSet<FactId> =
-                                facts.extract(&text).iter().copied().collect();
+                            let own: BTreeSet<FactId> = needed(&facts.extract(&text));
                             let mut covers = BTreeSet::new();
                             for i in s..e {
                                 covers.extend(naive.facts[i].iter().copied());
@@ -1130,7 +1154,7 @@ mod tests {
                                 .map(|_| (format!("edited file_{}.rs", next(40)).into(), 3))
                                 .collect();
                             for (i, (t, _)) in (s..e).zip(&texts) {
-                                naive.facts[i] = facts.extract(t).iter().copied().collect();
+                                naive.facts[i] = needed(&facts.extract(t));
                             }
                             ctx.apply(s, e, Replacement::Texts(texts), &mut next_id, &mut facts);
                         }

@@ -248,7 +248,7 @@ impl<'s, 'o> Engine<'s, 'o> {
 
     fn append(&mut self, a: AgentIdx, m: MsgIdx) {
         let st = &mut self.agents[a];
-        for &f in self.prepared.facts_of(m) {
+        for &f in self.prepared.indexed_of(m) {
             st.seen.insert(f);
         }
         st.appended += 1;

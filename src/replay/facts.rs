@@ -89,6 +89,7 @@ impl<'p> Facts<'p> {
     }
 
     /// The distinct facts of a text, sorted by id.
+    #[cfg(test)]
     pub(crate) fn extract(&mut self, text: &str) -> Box<[FactId]> {
         self.extract_distinct(text).into()
     }

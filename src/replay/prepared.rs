@@ -8,7 +8,7 @@
 //! each run checks it was made from the session and counter it is given.
 
 use super::context::message_text;
-use super::facts::{FactId, Facts, Interner};
+use super::facts::{FactId, FactSet, Facts, Interner};
 use crate::error::{Error, Result};
 use crate::model::{MsgIdx, Part, Session};
 use crate::tokens::TokenCounter;
@@ -25,6 +25,8 @@ struct Prep {
     chars: u64,
     /// `fact_list[facts.0..facts.1]`: the message's distinct facts, sorted by id.
     facts: (u32, u32),
+    /// `indexed_list[indexed.0..indexed.1]`: those of them some call may need (below).
+    indexed: (u32, u32),
     /// Index into `texts` when the message's text is several parts joined; `NONE` when it is
     /// its single part (borrowed from the session) or empty.
     text: u32,
@@ -50,6 +52,11 @@ pub struct Prepared {
     texts: Vec<Box<str>>,
     fact_list: Vec<FactId>,
     facts: Interner,
+    /// Facts some call's reply holds: the only ones recall ever asks about (a needed fact is a
+    /// fact of a reply), so the only ones a run indexes. In a tool-heavy session most facts
+    /// (identifiers and numbers of tool output) are never written again by the model.
+    needed: FactSet,
+    indexed_list: Vec<FactId>,
     /// For each tool result, in message order, the call it answers (`msg` = `MsgIdx::MAX` when
     /// the log has no such call).
     answers: Vec<Answers>,
@@ -86,6 +93,8 @@ impl Prepared {
             texts: Vec::new(),
             fact_list: Vec::with_capacity(if with_facts { n * 2 } else { 0 }),
             facts: Interner::default(),
+            needed: FactSet::default(),
+            indexed_list: Vec::new(),
             answers: Vec::new(),
             calls: Vec::new(),
             agent_messages: Vec::new(),
@@ -152,6 +161,35 @@ impl Prepared {
         }
         self.messages = session.messages.len();
         self.facts = facts.into_interner();
+        if self.with_facts {
+            self.index(session);
+        }
+    }
+
+    /// The facts of the calls' replies, and each message's share of them. Redone whole after a
+    /// growth (new replies make facts of earlier messages needed): O(facts in the session),
+    /// far below preparing them.
+    fn index(&mut self, session: &Session) {
+        let mut needed = FactSet::default();
+        for c in &session.calls {
+            if let Some(r) = c.reply.filter(|&r| r < self.messages) {
+                for &f in self.facts_of(r) {
+                    needed.insert(f);
+                }
+            }
+        }
+        self.indexed_list.clear();
+        for i in 0..self.prep.len() {
+            let (s, e) = self.prep[i].facts;
+            let start = self.indexed_list.len() as u32;
+            self.indexed_list.extend(
+                self.fact_list[s as usize..e as usize]
+                    .iter()
+                    .filter(|&&f| needed.contains(f)),
+            );
+            self.prep[i].indexed = (start, self.indexed_list.len() as u32);
+        }
+        self.needed = needed;
     }
 
     /// Counts, flattens and scans message `i`; registers its tool calls for results to come.
@@ -204,6 +242,7 @@ impl Prepared {
             tokens: counter.count_message(m),
             chars: text.chars().count() as u64,
             facts: (start, self.fact_list.len() as u32),
+            indexed: (0, 0),
             text: match text {
                 Cow::Owned(s) => {
                     self.texts.push(s.into_boxed_str());
@@ -265,6 +304,17 @@ impl Prepared {
 
     pub(crate) fn chars(&self, m: MsgIdx) -> u64 {
         self.prep[m].chars
+    }
+
+    /// The facts of message `m` some call may need (`needed`), sorted by id.
+    pub(crate) fn indexed_of(&self, m: MsgIdx) -> &[FactId] {
+        let (s, e) = self.prep[m].indexed;
+        &self.indexed_list[s as usize..e as usize]
+    }
+
+    /// True when some call's reply holds fact `f` (a fact a run writes is never needed).
+    pub(crate) fn is_needed(&self, f: FactId) -> bool {
+        self.needed.contains(f)
     }
 
     pub(crate) fn facts_of(&self, m: MsgIdx) -> &[FactId] {
