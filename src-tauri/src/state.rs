@@ -24,6 +24,9 @@ pub struct OpenSession {
     pub stored: Option<i64>,
 }
 
+/// An open session with its report and each call's counted context (uncalibrated).
+pub type CountedSession = (Arc<Session>, Arc<SessionReport>, Arc<Vec<Option<u64>>>);
+
 /// A session counted: each call's context and the report built from those counts.
 pub struct Counted {
     pub raw: Vec<Option<u64>>,
@@ -270,10 +273,7 @@ impl AppState {
     }
 
     /// Session `key` with its report and each call's context counted (uncalibrated).
-    pub fn counted(
-        &self,
-        key: u32,
-    ) -> AppResult<(Arc<Session>, Arc<SessionReport>, Arc<Vec<Option<u64>>>)> {
+    pub fn counted(&self, key: u32) -> AppResult<CountedSession> {
         lock(&self.sessions)
             .get(&key)
             .map(|o| (o.session.clone(), o.report.clone(), o.raw.clone()))
