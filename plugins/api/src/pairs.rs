@@ -6,6 +6,29 @@
 
 use crate::sdk::Call;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: tool ids are short and come from the host, so a fast non-keyed hash is enough (the
+/// default SipHash was most of the cost of `Cuts`).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// The safe cut points of one call's view: cut `c` lies between positions `c - 1` and `c`
 /// (`0..=len`). Built in O(messages + tools); build it only when a compaction fires.
@@ -27,13 +50,13 @@ impl Cuts {
         let len = call.len();
         let lo = lo.min(len);
         let mut open = vec![0i64; len - lo + 2];
-        let mut calls: HashMap<&str, usize> = HashMap::new();
+        let mut calls: HashMap<&[u8], usize, BuildHasherDefault<Fnv>> = HashMap::default();
         for p in lo..len {
             let m = call.msg(p);
             for t in m.tools() {
                 if !t.is_result() {
-                    calls.insert(t.id(), p);
-                } else if let Some(&q) = calls.get(t.id()) {
+                    calls.insert(t.id_bytes(), p);
+                } else if let Some(&q) = calls.get(t.id_bytes()) {
                     if q < p {
                         open[q + 1 - lo] += 1;
                         open[p + 1 - lo] -= 1;

@@ -41,6 +41,15 @@ impl<'a> Tool<'a> {
     pub fn id(&self) -> &'a str {
         unsafe { self.0.id.as_str() }
     }
+    /// The id's bytes, without the UTF-8 check `id` makes: for matching calls with results.
+    pub fn id_bytes(&self) -> &'a [u8] {
+        let r = self.0.id;
+        if r.ptr.is_null() || r.len == 0 {
+            return &[];
+        }
+        // SAFETY: the host passes `len` readable bytes that live as long as the call's view.
+        unsafe { std::slice::from_raw_parts(r.ptr, r.len) }
+    }
     pub fn name(&self) -> &'a str {
         unsafe { self.0.name.as_str() }
     }
