@@ -37,7 +37,50 @@ pub(crate) struct Entry<'a> {
     /// Summaries: index in `Coverage`.
     summary: u32,
     /// Keys of the entries holding the other side of this entry's tool calls/results.
-    partners: Vec<u64>,
+    partners: Partners,
+}
+
+/// A few keys, inline while there are at most two (a call and its result, or a message with two
+/// tool parts: almost every entry), so appending a tool message allocates nothing.
+#[derive(Default)]
+enum Partners {
+    #[default]
+    None,
+    One(u64),
+    Two(u64, u64),
+    Many(Vec<u64>),
+}
+
+impl Partners {
+    fn push(&mut self, k: u64) {
+        *self = match std::mem::take(self) {
+            Partners::None => Partners::One(k),
+            Partners::One(a) => Partners::Two(a, k),
+            Partners::Two(a, b) => Partners::Many(vec![a, b, k]),
+            Partners::Many(mut v) => {
+                v.push(k);
+                Partners::Many(v)
+            }
+        };
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let (a, b, rest): (Option<u64>, Option<u64>, &[u64]) = match self {
+            Partners::None => (None, None, &[]),
+            Partners::One(a) => (Some(*a), None, &[]),
+            Partners::Two(a, b) => (Some(*a), Some(*b), &[]),
+            Partners::Many(v) => (None, None, v),
+        };
+        a.into_iter().chain(b).chain(rest.iter().copied())
+    }
+
+    fn remove(&mut self, k: u64) {
+        let kept: Vec<u64> = self.iter().filter(|&p| p != k).collect();
+        *self = Partners::None;
+        for p in kept {
+            self.push(p);
+        }
+    }
 }
 
 /// One agent's context, borrowing the session and its preparation (`'a`).
@@ -245,7 +288,7 @@ impl<'a> Context<'a> {
         let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
         self.entries[s..e]
             .iter()
-            .map(|en| en.partners.iter().filter(|&&p| p < k0 || p > k1).count() as u64)
+            .map(|en| en.partners.iter().filter(|&p| p < k0 || p > k1).count() as u64)
             .sum()
     }
 
@@ -298,7 +341,7 @@ impl<'a> Context<'a> {
         // The text of a message with one text-bearing part is that part (`message_text`).
         let mut single: &str = "";
         let mut flags = 0u32;
-        let mut partners = Vec::new();
+        let mut partners = Partners::None;
         let tools_start = self.tool_arena.len();
         let mut images = 0u32;
         let mut image_bytes = 0u64;
@@ -570,7 +613,7 @@ impl<'a> Context<'a> {
                         text: Some(text),
                         tools: None,
                         summary: sid,
-                        partners: Vec::new(),
+                        partners: Partners::None,
                     },
                 );
                 self.views.insert(s, view);
@@ -603,8 +646,8 @@ impl<'a> Context<'a> {
             .flat_map(|en| {
                 en.partners
                     .iter()
-                    .filter(|&&p| p < k0 || p > k1)
-                    .map(move |&p| (p, en.key))
+                    .filter(|&p| p < k0 || p > k1)
+                    .map(move |p| (p, en.key))
             })
             .collect();
         self.entries.drain(s..e);
@@ -612,7 +655,7 @@ impl<'a> Context<'a> {
         for (partner, gone) in outside {
             if let Some(p) = self.position(partner) {
                 let en = &mut self.entries[p];
-                en.partners.retain(|&k| k != gone);
+                en.partners.remove(gone);
                 // Its span must forget the removed partner too (positions before the edit are
                 // not rebuilt).
                 let (lo, hi) = span(en.key, &en.partners);
@@ -832,10 +875,10 @@ impl Coverage {
     }
 }
 
-fn span(key: u64, partners: &[u64]) -> (u64, u64) {
+fn span(key: u64, partners: &Partners) -> (u64, u64) {
     partners
         .iter()
-        .fold((key, key), |(lo, hi), &p| (lo.min(p), hi.max(p)))
+        .fold((key, key), |(lo, hi), p| (lo.min(p), hi.max(p)))
 }
 
 fn insert_sorted(v: &mut VecDeque<u64>, key: u64) {
@@ -1199,7 +1242,7 @@ mod tests {
                     let (k0, k1) = (naive.keys[s], naive.keys[e - 1]);
                     let split = ctx.entries.iter().any(|en| {
                         let inside = (k0..=k1).contains(&en.key);
-                        en.partners.iter().any(|p| inside != (k0..=k1).contains(p))
+                        en.partners.iter().any(|p| inside != (k0..=k1).contains(&p))
                     });
                     assert_eq!(ctx.splits_pair(s, e), split, "pair check {s}..{e}");
                 }
