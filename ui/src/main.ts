@@ -145,10 +145,11 @@ async function start() {
   // The startup bench (CTXLAB_BENCH_STARTUP=1) times the first frame and the first chart.
   store.benchStartup = painted().then(() => api.startupMark("painted").catch(() => false));
   try {
-    store.strategies = await api.listStrategies();
     // Logs named on the command line open on the Session view of the first one; the library's
-    // list (which hashes every log it names) is read after its chart.
-    const opened = await api.startup();
+    // list (which hashes every log it names) is read after its chart. The strategies are listed
+    // meanwhile.
+    const [strategies, opened] = await Promise.all([api.listStrategies(), api.startup()]);
+    store.strategies = strategies;
     store.library = await api.library();
     store.openErrors = [...opened.failed, ...store.openErrors];
     if (opened.sessions.length > 0) {
