@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::model::{AgentIdx, Session, Warning};
-use crate::replay::recorded_raw_tokens;
+use crate::replay::{recorded_raw_tokens_prepared, Prepared};
 use crate::tokens::{calibrate, calibrate::samples, Calibration, TokenCounter};
 use ctxlab_plugin_api::sdk::fmt_tokens;
 
@@ -86,26 +86,24 @@ pub struct CompactionReport {
     pub line: u32,
 }
 
-/// Summarizes a session, estimating with `counter`. Each message is counted once for the
-/// history size; the per-call contexts come from the replay engine's reconstruction.
+/// Summarizes a session, estimating with `counter`. Each message is counted once (the history
+/// size and the per-call contexts, which come from the replay engine's reconstruction, share
+/// the counts).
 pub fn summarize(session: &Session, counter: &dyn TokenCounter) -> SessionReport {
-    summarize_counted(
-        session,
-        counter,
-        &recorded_raw_tokens(session, counter),
-        None,
-    )
+    let prepared = Prepared::counts(session, counter);
+    let raw = recorded_raw_tokens_prepared(session, &prepared, counter)
+        .expect("prepared from this session with this counter");
+    summarize_prepared(session, &prepared, &raw)
 }
 
-/// As `summarize`, with the per-call contexts already counted (`raw[i]` for `session.calls[i]`,
-/// as `replay::recorded_raw_tokens` returns them with `counter`) and, when given, each
-/// message's tokens (`tokens::LiveCounts::message_tokens`): the app keeps them instead of
-/// counting the session again.
-pub fn summarize_counted(
+/// As `summarize`, from a session already counted (`Prepared::counts` or `Prepared::new`, kept
+/// by the app and grown by `tokens::LiveCounts` while a log is followed) and its per-call
+/// contexts (`raw[i]` for `session.calls[i]`, as `replay::recorded_raw_tokens_prepared` returns
+/// them).
+pub fn summarize_prepared(
     session: &Session,
-    counter: &dyn TokenCounter,
+    prepared: &Prepared,
     raw: &[Option<u64>],
-    message_tokens: Option<&[u64]>,
 ) -> SessionReport {
     let calibration = calibrate(&samples(session, raw));
     let agent_count = session.agents.len();
@@ -118,9 +116,7 @@ pub fn summarize_counted(
         if let Some(s) = stats.get_mut(m.agent) {
             s.messages += 1;
             if !session.usage_only {
-                s.estimated_tokens += message_tokens
-                    .and_then(|t| t.get(i).copied())
-                    .unwrap_or_else(|| counter.count_message(m));
+                s.estimated_tokens += prepared.tokens(i);
             }
         }
     }
@@ -217,7 +213,7 @@ pub fn summarize_counted(
         files: session.source.files.clone(),
         bytes: session.source.bytes,
         usage_only: session.usage_only,
-        counter: counter.name().to_string(),
+        counter: prepared.counter().to_string(),
         totals,
         agents,
         compactions,

@@ -54,7 +54,7 @@ fn follow_in_pieces(
             .expect("append a piece");
         at = end;
         if let Some(u) = follower.poll().expect("poll") {
-            let before = live.message_tokens().len();
+            let before = live.messages();
             if u.reloaded.is_some() {
                 live = LiveCounts::new(follower.session(), counter);
             } else {

@@ -4,7 +4,7 @@
 
 use crate::error::{AppError, AppResult};
 use crate::view::{OpenResult, SessionSummary, StoredSession};
-use ctxlab::inspect::{summarize_counted, SessionReport};
+use ctxlab::inspect::{summarize_prepared, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
 use ctxlab::store::Library;
@@ -35,8 +35,11 @@ pub struct Counted {
 
 impl Counted {
     pub fn of(s: &Session, counter: &dyn tokens::TokenCounter) -> Counted {
-        let raw = ctxlab::replay::recorded_raw_tokens(s, counter);
-        let report = summarize_counted(s, counter, &raw, None);
+        // Counted once: the per-call contexts and the report share the counts.
+        let prepared = ctxlab::replay::Prepared::counts(s, counter);
+        let raw = ctxlab::replay::recorded_raw_tokens_prepared(s, &prepared, counter)
+            .unwrap_or_else(|_| vec![None; s.calls.len()]);
+        let report = summarize_prepared(s, &prepared, &raw);
         Counted { raw, report }
     }
 }
@@ -250,11 +253,11 @@ impl AppState {
         else {
             return;
         };
-        let Ok(counter) = tokens::counter(&report_counter) else {
+        if counts.prepared().counter() != report_counter {
             return;
-        };
+        }
         let raw = counts.raw().to_vec();
-        let report = summarize_counted(&s, counter.as_ref(), &raw, Some(counts.message_tokens()));
+        let report = summarize_prepared(&s, counts.prepared(), &raw);
         if let Some(o) = lock(&self.sessions).get_mut(&key) {
             o.session = Arc::new(s);
             o.report = Arc::new(report);

@@ -255,6 +255,11 @@ impl Prepared {
         }
     }
 
+    /// Messages prepared.
+    pub fn messages(&self) -> usize {
+        self.messages
+    }
+
     /// The counter the tokens were counted with.
     pub fn counter(&self) -> &'static str {
         self.counter
