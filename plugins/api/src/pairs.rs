@@ -4,31 +4,8 @@
 //! result(s) answering it, or the other way round. A range `[s, e)` is safe exactly when both of its
 //! ends are safe cuts: no call before the cut is answered at or after it.
 
+use crate::hash::FnvMap;
 use crate::sdk::Call;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// FNV-1a: tool ids are short and come from the host, so a fast non-keyed hash is enough (the
-/// default SipHash was most of the cost of `Cuts`).
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// The safe cut points of one call's view: cut `c` lies between positions `c - 1` and `c`
 /// (`0..=len`). Built in O(messages + tools); build it only when a compaction fires.
@@ -50,7 +27,7 @@ impl Cuts {
         let len = call.len();
         let lo = lo.min(len);
         let mut open = vec![0i64; len - lo + 2];
-        let mut calls: HashMap<&[u8], usize, BuildHasherDefault<Fnv>> = HashMap::default();
+        let mut calls: FnvMap<&[u8], usize> = FnvMap::default();
         for p in lo..len {
             let m = call.msg(p);
             for t in m.tools() {

@@ -9,31 +9,11 @@ use crate::settings::{AgentWindow, CONSUMED_READ_CHARS};
 use ctxlab_plugin_api::sdk::{Call, Decision, Msg, OpKind, Role, Scope};
 use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// FNV-1a: the pair index hashes every call id of the view at each planned call, and SipHash was
-/// a visible share of that. Only looked up, never iterated, so the hasher changes no order.
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+/// FNV-1a (`ctxlab_plugin_api::hash`): the pair index hashes every call id of the view at each
+/// planned call, and SipHash was a visible share of that. Only looked up, never iterated, so the
+/// hasher changes no order.
+use ctxlab_plugin_api::hash::FnvMap;
 
 /// The host refuses a decision with more ops than this.
 pub const MAX_OPS: usize = 256;

@@ -5,7 +5,7 @@ use crate::engine::{self, Calibration, LibreChat};
 use crate::trim::{self, Edit};
 use crate::{Agents, FORMAT, FORMAT_FULL};
 use ctxlab_plugin_api::pairs::Cuts;
-use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+use ctxlab_plugin_api::testing::{Rng, TestCall, TestMsg};
 use ctxlab_plugin_api::{
     Call, Decision, EventKind, Op, OpKind, Params, Role, Scope, Strategy, StrategyFactory,
 };
@@ -996,24 +996,6 @@ fn consecutive_masked_results_share_one_op() {
 
 // ---------------------------------------------------------------- incremental = from scratch
 
-/// splitmix64: deterministic random sessions without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// One generated agent session: its history as the host holds it (summaries applied).
 struct Session {

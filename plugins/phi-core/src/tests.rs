@@ -1,6 +1,6 @@
 use super::*;
 use ctxlab_plugin_api::abi::{BudgetView, CallView, StrRef};
-use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+use ctxlab_plugin_api::testing::{Rng, TestCall, TestMsg};
 use serde_json::{json, Value};
 
 fn strategy(params: Value) -> Box<dyn Strategy> {
@@ -600,20 +600,6 @@ impl MiniHost {
     }
 }
 
-/// splitmix64: deterministic randomness without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// Tool output of `n` lines, with the shapes level 1 must get right: CRLF endings, a trailing
 /// newline, multi-byte characters, empty lines.
