@@ -996,7 +996,6 @@ fn consecutive_masked_results_share_one_op() {
 
 // ---------------------------------------------------------------- incremental = from scratch
 
-
 /// One generated agent session: its history as the host holds it (summaries applied).
 struct Session {
     msgs: Vec<TestMsg>,

@@ -600,7 +600,6 @@ impl MiniHost {
     }
 }
 
-
 /// Tool output of `n` lines, with the shapes level 1 must get right: CRLF endings, a trailing
 /// newline, multi-byte characters, empty lines.
 fn random_output(r: &mut Rng) -> String {
