@@ -14,7 +14,7 @@ mod common;
 use common::session::{session_of, Shape};
 use common::{machine, thread_cpu, write_fragment};
 use ctxlab::model::Session;
-use ctxlab::plugin_host::{checkout_dir, Registry};
+use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
 use ctxlab_plugin_api::fmt_tokens;
@@ -124,21 +124,9 @@ fn configs() -> Vec<Config> {
 }
 
 fn registry() -> Registry {
-    let exe = std::env::current_exe().expect("bench binary path");
-    let dir = checkout_dir(&exe).expect("bench binary inside a cargo target folder");
     let mut reg = Registry::new();
     for p in PLUGINS {
-        let lib = dir.join(format!(
-            "{}ctxlab_plugin_{p}{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
-        assert!(
-            lib.is_file(),
-            "{} is missing: run `cargo build --release --workspace` first (`make bench` does it)",
-            lib.display()
-        );
-        reg.load_path(&lib).unwrap_or_else(|r| panic!("{r}"));
+        common::load_plugin(&mut reg, &format!("ctxlab_plugin_{p}"));
     }
     reg
 }

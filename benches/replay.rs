@@ -11,7 +11,7 @@
 //! The digest (BLAKE3 of the run's JSON) shows that engine changes keep results identical.
 
 use ctxlab::model::*;
-use ctxlab::plugin_host::{checkout_dir, Registry};
+use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
 use ctxlab_plugin_api::fmt_tokens;
@@ -26,20 +26,8 @@ fn session(messages: usize) -> Session {
 }
 
 fn compact() -> StrategySpec {
-    let exe = std::env::current_exe().expect("bench binary path");
-    let dir = checkout_dir(&exe).expect("bench binary inside a cargo target folder");
-    let lib = dir.join(format!(
-        "{}ctxlab_fixture_compact{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(
-        lib.is_file(),
-        "{} is missing: run `cargo build --release --workspace` first (`make bench` does it)",
-        lib.display()
-    );
     let mut reg = Registry::new();
-    reg.load_path(&lib).unwrap_or_else(|r| panic!("{r}"));
+    common::load_plugin(&mut reg, "ctxlab_fixture_compact");
     StrategySpec::Plugin {
         entry: reg
             .find("fixture.compact")
@@ -47,13 +35,6 @@ fn compact() -> StrategySpec {
             .clone(),
         params: serde_json::json!({ "trigger": 0.8, "summary_tokens": 2000 }),
     }
-}
-
-/// CPU time this thread has run, in seconds (Linux schedstat: nanoseconds on the CPU).
-fn thread_cpu() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(ns as f64 / 1e9)
 }
 
 struct Timed {
@@ -70,11 +51,11 @@ fn time(s: &Session, prepared: &Prepared, spec: &StrategySpec) -> Timed {
         max_output: 8_000,
         reserve: 0,
     });
-    let c0 = thread_cpu();
+    let c0 = common::thread_cpu();
     let t = Instant::now();
     let run = replay::run_prepared(s, prepared, spec.clone(), &o).expect("replay");
     let wall = t.elapsed().as_secs_f64();
-    let cpu = match (c0, thread_cpu()) {
+    let cpu = match (c0, common::thread_cpu()) {
         (Some(a), Some(b)) => b - a,
         _ => wall,
     };
@@ -143,11 +124,11 @@ fn main() {
         // Counting and fact scanning happen once per session and counter (what `compare`,
         // `tune` and the app share across runs); timed apart from the replays.
         let counter = tokens::counter("heuristic").expect("heuristic counter");
-        let c0 = thread_cpu();
+        let c0 = common::thread_cpu();
         let t = Instant::now();
         let prepared = Prepared::new(&s, &*counter);
         let wall = t.elapsed().as_secs_f64();
-        let cpu = match (c0, thread_cpu()) {
+        let cpu = match (c0, common::thread_cpu()) {
             (Some(a), Some(b)) => b - a,
             _ => wall,
         };

@@ -13,6 +13,26 @@ pub mod session;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// Loads the release shared library `<prefix><lib><suffix>` (e.g. `ctxlab_plugin_fuseraft`)
+/// from the cargo target folder the bench binary runs from, through the plugin registry (the
+/// real plugin path). Panics with what to run when it is not built.
+pub fn load_plugin(reg: &mut ctxlab::plugin_host::Registry, lib: &str) {
+    let exe = std::env::current_exe().expect("bench binary path");
+    let dir =
+        ctxlab::plugin_host::checkout_dir(&exe).expect("bench binary inside a cargo target folder");
+    let path = dir.join(format!(
+        "{}{lib}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --release --workspace` first (`make bench` does it)",
+        path.display()
+    );
+    reg.load_path(&path).unwrap_or_else(|r| panic!("{r}"));
+}
+
 /// `target/` of the workspace (benches run with the package root as working directory).
 pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
