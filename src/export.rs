@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::plugin_host::StrategyEntry;
-use ctxlab_plugin_api::sdk::Params;
+use ctxlab_plugin_api::sdk::{same_value, Params};
 use serde_json::Value;
 
 /// The config text of `params` in `format` (one of the strategy's `export_formats`; `None`: the
@@ -43,7 +43,7 @@ pub fn config(entry: &StrategyEntry, params: &Value, format: Option<&str>) -> Re
     let differ: Vec<String> = meta
         .params
         .iter()
-        .filter(|s| want.get(&s.name) != got.get(&s.name))
+        .filter(|s| !same_value(want.get(&s.name), got.get(&s.name)))
         .map(|s| {
             format!(
                 "{}: {} exported, {} read back",

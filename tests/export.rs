@@ -124,7 +124,59 @@ impl StrategyFactory for Lossy {
     }
 }
 
-ctxlab_plugin_api::export_plugin!(name: "lossy", version: "0.0.1", strategies: [&Lossy]);
+/// A strategy whose config file writes a whole-number float as TOML and YAML read it back: `3`
+/// exported, `3.0` imported. The same number: its export must be handed out.
+struct WholeFloat;
+struct WholeFloatInstance(f64);
+
+impl Strategy for WholeFloatInstance {
+    fn decide(&mut self, _: &Call<'_>, _: &mut Decision) -> Result<(), String> {
+        Ok(())
+    }
+    fn export(&self, _: &str) -> Result<String, String> {
+        Ok(format!("rate = {}\n", self.0))
+    }
+}
+
+impl StrategyFactory for WholeFloat {
+    fn info(&self) -> StrategyInfo {
+        StrategyInfo {
+            id: "test.whole-float",
+            title: "whole float",
+            system: "test",
+            description: "imports back 3.0 for 3",
+            params: vec![ParamSpec::new("rate", ParamType::Float, json!(0.5), "r")],
+            export_formats: &["ini"],
+        }
+    }
+    fn create(&self, p: Params) -> Result<Box<dyn Strategy>, String> {
+        Ok(Box::new(WholeFloatInstance(p.float("rate"))))
+    }
+    fn import(&self, _: &str, text: &str) -> Result<Value, String> {
+        let n: f64 = text
+            .trim()
+            .trim_start_matches("rate = ")
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        Ok(json!({ "rate": n }))
+    }
+}
+
+ctxlab_plugin_api::export_plugin!(name: "lossy", version: "0.0.1", strategies: [&Lossy, &WholeFloat]);
+
+#[test]
+fn a_whole_number_float_that_reads_back_as_a_float_is_the_same_value() {
+    let mut reg = Registry::new();
+    reg.add_in_process(plugin_table(), "lossy").unwrap();
+    let e = reg.require("test.whole-float").unwrap();
+    for (given, shows) in [(json!(3), "rate = 3\n"), (json!(1), "rate = 1\n")] {
+        let text = ctxlab::export::config(e, &json!({ "rate": given }), None)
+            .unwrap_or_else(|err| panic!("{given}: {err}"));
+        assert_eq!(text, shows);
+    }
+    let err = ctxlab::export::config(e, &json!({"rate": 2.5}), None);
+    assert!(err.is_ok(), "{err:?}");
+}
 
 #[test]
 fn a_config_that_does_not_import_back_is_refused_naming_the_parameter() {

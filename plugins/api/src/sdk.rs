@@ -551,6 +551,30 @@ impl ParamSpec {
     }
 }
 
+/// Whether two parameter values are the same value: numbers compare by what they are, not how
+/// they are written (`3` and `3.0`, as a whole-number float reads back from TOML or YAML), and
+/// lists and maps element by element. Export round-trip checks use this, not `==` on JSON.
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j), _, _) => i == j,
+                (_, _, Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, a)| y.get(k).map(|b| same_value(a, b)).unwrap_or(false))
+        }
+        _ => a == b,
+    }
+}
+
 /// Parameter values checked against a schema, with defaults filled in.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Params(Map<String, Value>);
@@ -727,5 +751,18 @@ mod tests {
             e.contains("unknown parameter Nope") && e.contains("TriggerTurnCount"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn values_compare_as_numbers_not_as_text() {
+        assert!(same_value(&json!(3), &json!(3.0)));
+        assert!(same_value(&json!(1), &json!(1.0)));
+        assert!(same_value(&json!(u64::MAX), &json!(u64::MAX)));
+        assert!(!same_value(&json!(3), &json!(3.5)));
+        assert!(!same_value(&json!(3), &json!("3")));
+        assert!(same_value(&json!([1, {"a": 2}]), &json!([1.0, {"a": 2.0}])));
+        assert!(!same_value(&json!([1, 2]), &json!([1])));
+        assert!(!same_value(&json!({"a": 1}), &json!({"b": 1})));
+        assert!(same_value(&json!(null), &json!(null)));
     }
 }
