@@ -287,29 +287,89 @@ fn pi_session_with_compaction_and_a_corrupt_line() {
     assert_eq!(s.agents[0].model.as_deref(), Some("claude-opus-4-5"));
 }
 
+/// Every regular file under `dir`, at any depth (Entire checkpoints nest transcripts as
+/// `<xx>/<id>/<n>/full.jsonl`).
+fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.file_name().is_some_and(|n| n != "SOURCES.md") {
+            out.push(p);
+        }
+    }
+}
+
 #[test]
 fn every_real_log_loads_or_is_refused_with_the_formats_tried() {
     // Whatever the readers cover, no real file may panic a reader or half-fail silently: it loads,
     // or the error names the file and the formats tried.
-    let root = real("");
     let mut files = Vec::new();
-    for d in std::fs::read_dir(&root).unwrap() {
-        let d = d.unwrap().path();
-        if d.is_dir() {
-            for f in std::fs::read_dir(&d).unwrap() {
-                files.push(f.unwrap().path());
-            }
-        }
-    }
-    assert!(files.len() >= 15, "{files:?}");
+    walk(&real(""), &mut files);
+    assert!(files.len() >= 29, "{files:?}");
+    let mut loaded = 0;
     for p in files {
         match std::panic::catch_unwind(|| formats::load_file(&p)) {
             Err(_) => panic!("{}: reader panicked", p.display()),
-            Ok(Ok(s)) => assert!(formats::FORMATS.contains(&s.source.format.as_str())),
+            Ok(Ok(s)) => {
+                assert!(formats::FORMATS.contains(&s.source.format.as_str()));
+                // Loaded means read: a session with nothing in it is a refusal in disguise.
+                assert!(
+                    !s.messages.is_empty() || !s.calls.is_empty(),
+                    "{}: loaded as {} with no message and no call",
+                    p.display(),
+                    s.source.format
+                );
+                loaded += 1;
+            }
             Ok(Err(e)) => {
                 assert_eq!(e.code(), "unknown_format", "{}: {e}", p.display());
                 assert!(e.to_string().contains("claude-code, codex, pi"), "{e}");
+                assert!(e.to_string().contains(&*p.to_string_lossy()), "{e}");
             }
         }
     }
+    assert!(loaded >= 21, "{loaded} real files loaded");
+}
+
+#[test]
+fn formats_without_a_reader_yet_are_refused_not_misread() {
+    // Gemini CLI's chat file and an OpenCode export are one JSON object with a `messages` list,
+    // but not of chat messages: they must not load as an empty OpenAI-messages session. Copilot
+    // CLI's events are JSON lines of no known log.
+    for rel in [
+        "gemini-cli_entire-cli/ab/2b9748b105/0/full.jsonl",
+        "opencode_pfm-categorization/opencode-session.json",
+        "copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl",
+    ] {
+        let e = formats::load_file(&real(rel)).expect_err(rel);
+        assert_eq!(e.code(), "unknown_format", "{rel}: {e}");
+        assert!(e.to_string().contains("formats tried"), "{e}");
+    }
+    // Entire's checkpoint metadata beside a transcript is not a log.
+    for rel in [
+        "claude-code_oh-my-posh/28/0a344253d3/0/metadata.json",
+        "codex-cli_agentv/00/34f597b72d/1/metadata.json",
+    ] {
+        let e = formats::load_file(&real(rel)).expect_err(rel);
+        assert_eq!(e.code(), "unknown_format", "{rel}: {e}");
+    }
+}
+
+#[test]
+fn entire_checkpoint_transcripts_are_read_as_their_tool() {
+    // `<xx>/<id>/<n>/full.jsonl` holds the agent's native transcript, whole.
+    let cc =
+        formats::load_file(&real("claude-code_oh-my-posh/28/0a344253d3/0/full.jsonl")).unwrap();
+    assert_eq!(cc.source.format, "claude-code");
+    assert_eq!(cc.compactions.len(), 1, "one manual /compact (SOURCES.md)");
+    assert_eq!(cc.compactions[0].trigger, "manual");
+    assert_eq!(cc.compactions[0].pre_tokens, Some(297_190));
+    let cx = formats::load_file(&real("codex-cli_agentv/00/34f597b72d/1/full.jsonl")).unwrap();
+    assert_eq!(cx.source.format, "codex");
+    assert_eq!(
+        cx.compactions.len(),
+        2,
+        "two `compacted` lines (SOURCES.md)"
+    );
 }

@@ -28,19 +28,41 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The reader a file needs, by where it sits (the test's knowledge, never the reader's).
-fn expected(p: &Path) -> Option<&'static str> {
+/// What the test knows a file to be, by where it sits (the test's knowledge, never the reader's).
+enum Want {
+    /// A log read by this reader.
+    Reader(&'static str),
+    /// Not a log ctxlab reads on its own: Entire's checkpoint `metadata.json`, a Cline task's
+    /// `task_metadata.json`, or a tool whose reader does not exist yet (Gemini CLI, OpenCode,
+    /// GitHub Copilot CLI). Sniffing must refuse it and name the formats it tried.
+    Refused,
+    /// Read together with its session, never on its own (Claude Code subagent files, a Cline
+    /// task's API history): not checked here.
+    Companion,
+}
+
+fn expected(p: &Path) -> Want {
+    use Want::*;
     let s = p.to_string_lossy();
-    let name = p.file_name()?.to_string_lossy();
-    Some(
+    let name = p.file_name().unwrap_or_default().to_string_lossy();
+    // Entire checkpoints keep `metadata.json` (totals) beside the transcript `full.jsonl`.
+    if name == "metadata.json" && p.with_file_name("full.jsonl").exists() {
+        return Refused;
+    }
+    if name == "task_metadata.json" {
+        return Refused;
+    }
+    if s.contains("gemini-cli") || s.contains("opencode") || s.contains("copilot-cli") {
+        return Refused;
+    }
+    Reader(
         if s.contains("llm-trace-proxy") || s.contains("/http-capture/") {
             "http-capture"
         } else if s.contains("claude-code-proxy-tokens") || s.contains("/usage-counter/") {
             "usage-counter"
         } else if s.contains("claude-code") {
-            // Claude Code subagent files are read with their session, never on their own.
             if s.contains("/subagents/") {
-                return None;
+                return Companion;
             }
             "claude-code"
         } else if s.contains("codex") {
@@ -53,7 +75,7 @@ fn expected(p: &Path) -> Option<&'static str> {
             "otel-genai"
         } else if s.contains("cline") {
             if name == "api_conversation_history.json" {
-                return None;
+                return Companion;
             }
             "cline"
         } else if s.contains("aider") {
@@ -67,7 +89,10 @@ fn expected(p: &Path) -> Option<&'static str> {
         } else if s.contains("openai") {
             "openai-messages"
         } else {
-            return None;
+            panic!(
+                "{}: the test does not know this file; place it",
+                p.display()
+            )
         },
     )
 }
@@ -79,21 +104,35 @@ fn every_real_log_and_sample_is_sniffed_as_its_format() {
     let real = all.len();
     files(&root("samples"), &mut all);
     assert!(real >= 15, "only {real} real logs found");
-    let mut checked = 0;
-    let mut unknown = Vec::new();
+    let (mut checked, mut refused) = (0, 0);
     for p in &all {
-        let Some(want) = expected(p) else {
-            unknown.push(p.clone());
-            continue;
-        };
-        let got = formats::detect(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        assert_eq!(got, want, "{}", p.display());
-        checked += 1;
+        match expected(p) {
+            Want::Reader(want) => {
+                let got = formats::detect(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!(got, want, "{}", p.display());
+                checked += 1;
+            }
+            Want::Refused => {
+                // detect may pass a document to the reader that checks it closely (a `messages`
+                // list of another tool): what counts is that loading it refuses it.
+                let e = match formats::detect(p) {
+                    Err(e) => e,
+                    Ok(id) => formats::load_file(p).map(|_| ()).expect_err(&format!(
+                        "{}: loaded as {id}, but it is not a log ctxlab reads",
+                        p.display()
+                    )),
+                };
+                assert_eq!(e.code(), "unknown_format", "{}: {e}", p.display());
+                assert!(
+                    e.to_string().contains("formats tried: claude-code, codex"),
+                    "{e}"
+                );
+                refused += 1;
+            }
+            Want::Companion => eprintln!("read with its session: {}", p.display()),
+        }
     }
-    for p in &unknown {
-        // Files the test cannot place must still never be mistaken for a log silently: they are
-        // either subagent/companion files or an unknown format with a clear error.
-        eprintln!("not placed by the test: {}", p.display());
-    }
-    assert!(checked >= real, "{checked} files checked");
+    assert!(checked >= 20, "{checked} files checked");
+    // Four Entire metadata files, a Cline task's metadata, and the three formats not read yet.
+    assert_eq!(refused, 8, "refused files");
 }

@@ -509,6 +509,22 @@ fn read_document(path: &Path, file: std::fs::File) -> Result<Session> {
             format!("the JSON document breaks off here ({e}); the messages before it are kept"),
         );
     }
+    // A `messages` list none of whose entries is a chat message is another tool's document
+    // (Gemini CLI's chat file, an OpenCode export): refused, never loaded as an empty session.
+    if b.s.messages.is_empty() && !b.s.warnings.is_empty() {
+        let first = &b.s.warnings[0];
+        return Err(Error::UnknownFormat {
+            path: path.to_path_buf(),
+            reason: format!(
+                "a JSON document with a `messages` list, but none of its {} entries is a chat \
+                 message (line {}: {})",
+                b.s.warnings.len(),
+                first.line,
+                first.message
+            ),
+            tried: super::FORMATS.join(", "),
+        });
+    }
     // Hash the rest of the file too: the hash is of the file, not of what was parsed.
     let _ = std::io::copy(&mut src, &mut std::io::sink());
     let hash = src.hasher.finalize().to_hex().to_string();
