@@ -1,5 +1,14 @@
-//! fuseraft's YAML config: `Compaction:`, `ContextBudget:` and `Agents[].ContextWindow:` with
-//! PascalCase keys, as fuseraft reads them. Export refuses what `fuseraft validate` rejects.
+//! fuseraft's YAML config: `Orchestration:` → `Compaction:`, `ContextBudget:` and
+//! `Agents[].ContextWindow:` with PascalCase keys, as fuseraft reads them. Export refuses what
+//! `fuseraft validate` and fuseraft's startup checks reject.
+//!
+//! Loader path (`YamlConfigLoader.ConvertYamlToJson`, fuseraft-cli 9f14699): YAML → object graph →
+//! JSON → `Microsoft.Extensions.Configuration`'s JSON provider → binder. The JSON provider turns an
+//! empty object into a null value (`JsonConfigurationFileParser.SetNullIfElementIsEmpty`), and the
+//! binder leaves a section with no value and no children unset: `Compaction: {}` (or
+//! `Compaction:`) binds `OrchestrationConfig.Compaction = null`, i.e. compaction off. The export
+//! therefore always writes at least `TriggerTurnCount` in a Compaction section, and import reads an
+//! empty or null Compaction as absent.
 
 use crate::settings::*;
 use ctxlab_plugin_api::sdk::Params;
@@ -11,6 +20,8 @@ use std::collections::BTreeMap;
 pub const FORMAT: &str = "fuseraft";
 /// Every value, defaults included.
 pub const FORMAT_FULL: &str = "fuseraft-full";
+/// The key fuseraft binds its whole config under (`YamlConfigLoader`, the init templates).
+pub const ROOT: &str = "Orchestration";
 
 fn yaml_of(v: &Value) -> Y {
     serde_yaml_ng::to_value(v).unwrap_or(Y::Null)
@@ -44,7 +55,7 @@ pub fn export(s: &Settings, format: &str, seen_agents: &[String]) -> Result<Stri
             ))
         }
     };
-    s.runtime_errors()?;
+    s.startup_errors()?;
     let errs = s.validate();
     if !errs.is_empty() {
         return Err(format!(
@@ -59,12 +70,34 @@ pub fn export(s: &Settings, format: &str, seen_agents: &[String]) -> Result<Stri
     let params = s.to_params();
     let mut root = Mapping::new();
     if s.compaction.is_some() {
-        let m = section(
+        let mut m = section(
             COMPACTION_KEYS,
             all,
             |k| params[k].clone(),
             |k| d_params[k].clone(),
         );
+        // Model is a ModelConfig ({ModelId: …}); SummaryTemplate and Model are null when unset.
+        for k in ["Model", "SummaryTemplate"] {
+            let key = Y::String(k.into());
+            match m.get(&key).and_then(|v| v.as_str()).map(str::to_string) {
+                Some(v) if v.is_empty() => {
+                    m.remove(&key);
+                }
+                Some(v) if k == "Model" => {
+                    let mut model = Mapping::new();
+                    model.insert(Y::String("ModelId".into()), Y::String(v));
+                    m.insert(key, Y::Mapping(model));
+                }
+                _ => {}
+            }
+        }
+        // An empty section binds as null (compaction off): name one value explicitly.
+        if m.is_empty() {
+            m.insert(
+                Y::String("TriggerTurnCount".into()),
+                yaml_of(&params["TriggerTurnCount"]),
+            );
+        }
         root.insert(Y::String("Compaction".into()), Y::Mapping(m));
     }
     let m = section(
@@ -119,16 +152,13 @@ pub fn export(s: &Settings, format: &str, seen_agents: &[String]) -> Result<Stri
         root.insert(Y::String("Agents".into()), Y::Sequence(list));
     }
     let mut text = String::from(
-        "# fuseraft context management, exported by ctxlab.\n# Merge into your fuseraft config; Agents entries carry only Name and the context settings.\n",
+        "# fuseraft context management, exported by ctxlab.\n# Merge under Orchestration: of your fuseraft config (ctxlab export --into <file> does it);\n# Agents entries carry only Name and the context settings.\n",
     );
-    if root.is_empty() {
-        text.push_str("{}\n");
-    } else {
-        text.push_str(
-            &serde_yaml_ng::to_string(&Y::Mapping(root))
-                .map_err(|e| format!("writing YAML: {e}"))?,
-        );
-    }
+    let mut doc = Mapping::new();
+    doc.insert(Y::String(ROOT.into()), Y::Mapping(root));
+    text.push_str(
+        &serde_yaml_ng::to_string(&Y::Mapping(doc)).map_err(|e| format!("writing YAML: {e}"))?,
+    );
     Ok(text)
 }
 
@@ -147,20 +177,39 @@ fn take_section(
         return Ok(false);
     };
     let m = match v {
-        Value::Null => return Ok(true),
+        // fuseraft's loader binds an empty or null section as absent.
+        Value::Null => return Ok(false),
+        Value::Object(m) if m.is_empty() => return Ok(false),
         Value::Object(m) => m,
         other => return Err(format!("{name}: expected a mapping, got {other}")),
     };
     for (k, v) in m {
-        if keys.contains(&k.as_str()) {
+        if k == "Model" {
+            // A ModelConfig: ctxlab keeps its ModelId.
+            let id = match v {
+                Value::Null => String::new(),
+                Value::Object(o) => o
+                    .get("ModelId")
+                    .and_then(|x| x.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                Value::String(s) => s.clone(),
+                other => {
+                    return Err(format!(
+                        "{name}.Model: expected a mapping with ModelId, got {other}"
+                    ))
+                }
+            };
+            out.insert(k.clone(), Value::String(id));
+        } else if k == "SummaryTemplate" && v.is_null() {
+            out.insert(k.clone(), Value::String(String::new()));
+        } else if keys.contains(&k.as_str()) {
             out.insert(k.clone(), v.clone());
         } else if not_modelled.contains(&k.as_str()) {
             return Err(format!(
-                "{name}.{k} is a fuseraft setting ctxlab does not model (its seed does not \
-                 describe it); remove it to import this file"
+                "{name}.{k} is a fuseraft setting ctxlab does not model; remove it to import this file"
             ));
-        } else if k != "Model" {
-            // Compaction.Model picks the summarizer model, which the replay's summarizer stands for.
+        } else {
             return Err(format!(
                 "{name}: unknown key {k}; fuseraft reads {}",
                 keys.join(", ")
@@ -178,7 +227,7 @@ pub fn import(format: &str, text: &str) -> Result<Value, String> {
         ));
     }
     let y: Y = serde_yaml_ng::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
-    let root = match to_json(&y, "config")? {
+    let top = match to_json(&y, "config")? {
         Value::Object(m) => m,
         Value::Null => Map::new(),
         other => {
@@ -187,16 +236,17 @@ pub fn import(format: &str, text: &str) -> Result<Value, String> {
             ))
         }
     };
+    // fuseraft binds everything under Orchestration:; a bare fragment is read as its content.
+    let root = match top.get(ROOT) {
+        Some(Value::Object(m)) => m.clone(),
+        Some(Value::Null) => Map::new(),
+        Some(other) => return Err(format!("{ROOT}: expected a mapping, got {other}")),
+        None => top,
+    };
     let mut out = Map::new();
     let has_compaction = take_section(&root, "Compaction", COMPACTION_KEYS, &[], &mut out)?;
     out.insert("Compaction".into(), json!(has_compaction));
-    take_section(
-        &root,
-        "ContextBudget",
-        BUDGET_KEYS,
-        &["MaxToolResultTokens", "InTurnToolWindow"],
-        &mut out,
-    )?;
+    take_section(&root, "ContextBudget", BUDGET_KEYS, &[], &mut out)?;
     let mut agents: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     match root.get("Agents") {
         None | Some(Value::Null) => {}

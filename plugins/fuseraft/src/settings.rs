@@ -6,11 +6,12 @@
 //! overrides individual fields for the agents it names. fuseraft itself has no all-agents
 //! ContextWindow, so the export writes the merged settings under each agent's name.
 
-use ctxlab_plugin_api::sdk::{fmt_tokens, ParamSpec, ParamType, Params};
+use ctxlab_plugin_api::sdk::{ParamSpec, ParamType, Params};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-/// fuseraft's global fallback for replayed assistant text when `MaxReplayChars` is 0.
+/// fuseraft's `ContextWindowFilter.DefaultMaxReplayChars`: the cap of replayed assistant text at
+/// checkpoint resume when `MaxReplayChars` is 0.
 pub const GLOBAL_REPLAY_CHARS: u64 = 2_000;
 /// Tool results above this many chars are offloaded to the artifact store at production time.
 pub const OFFLOAD_CHARS: u64 = 40_000;
@@ -59,13 +60,34 @@ pub struct CompactionConfig {
     pub max_chars_per_history_message: u64,
     pub anti_thrash_min_savings_ratio: f64,
     pub anti_thrash_window: u64,
+    pub include_exploration: bool,
+    pub pin_last_routing_signal: bool,
+    /// `SummaryTemplate` ("" = the built-in four-section prompt).
+    pub summary_template: String,
+    /// `Model.ModelId` of the summarizer ("" = the first agent's model).
+    pub model: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BudgetConfig {
     pub warn_at: u64,
     pub cutover_at: u64,
     pub max_single_turn_input_tokens: u64,
+    pub max_tool_result_tokens: u64,
+    pub in_turn_tool_window: u64,
+}
+
+impl Default for BudgetConfig {
+    /// `ContextBudgetConfig`'s defaults: everything off, InTurnToolWindow 20.
+    fn default() -> Self {
+        BudgetConfig {
+            warn_at: 0,
+            cutover_at: 0,
+            max_single_turn_input_tokens: 0,
+            max_tool_result_tokens: 0,
+            in_turn_tool_window: 20,
+        }
+    }
 }
 
 /// One agent's `ContextWindow:` plus its in-turn window fields.
@@ -84,8 +106,14 @@ pub struct AgentWindow {
 }
 
 impl AgentWindow {
-    /// The replay cap for assistant text: `MaxReplayChars`, or fuseraft's global 2,000.
+    /// The view filter's cap for assistant text (`ContextWindowFilter.Apply` step 7): only when
+    /// `MaxReplayChars` is set (0 = off).
     pub fn replay_chars(&self) -> u64 {
+        self.max_replay_chars
+    }
+    /// The cap at checkpoint-resume replay (`TruncateReplayContent`): `MaxReplayChars`, or the
+    /// global `DefaultMaxReplayChars` 2,000 when it is 0.
+    pub fn resume_replay_chars(&self) -> u64 {
         if self.max_replay_chars == 0 {
             GLOBAL_REPLAY_CHARS
         } else {
@@ -200,8 +228,18 @@ pub const COMPACTION_KEYS: &[&str] = &[
     "MaxCharsPerHistoryMessage",
     "AntiThrashMinSavingsRatio",
     "AntiThrashWindow",
+    "IncludeExploration",
+    "PinLastRoutingSignal",
+    "SummaryTemplate",
+    "Model",
 ];
-pub const BUDGET_KEYS: &[&str] = &["WarnAt", "CutoverAt", "MaxSingleTurnInputTokens"];
+pub const BUDGET_KEYS: &[&str] = &[
+    "WarnAt",
+    "CutoverAt",
+    "MaxSingleTurnInputTokens",
+    "MaxToolResultTokens",
+    "InTurnToolWindow",
+];
 
 pub const MODES: &[&str] = &["llm", "intent", "lossless", "hybrid", "window"];
 
@@ -229,15 +267,15 @@ pub fn schema() -> Vec<ParamSpec> {
         )
         .key("Compaction"),
         c("TriggerTurnCount", Int, json!(50),
-          "Compact when the agent's assistant-turn count (assistant messages in its history) reaches this.")
-            .min(1.0),
+          "Compact when the history holds this many assistant turns (one per agent turn, its tool calls folded in). fuseraft refuses ≤ 0 at startup.")
+            .min(0.0),
         c("KeepRecentTurns", Int, json!(10),
-          "Turns kept verbatim; the oldest (count − KeepRecentTurns) turns become one summary. Must be below TriggerTurnCount.")
+          "Messages kept verbatim (clamped to [1, count − 1], the previous summary included); the rest, the previous summary too, become one summary. fuseraft refuses < 1 or ≥ TriggerTurnCount at startup.")
             .min(0.0),
         c("Mode", Enum, json!("llm"),
           "llm: simulated LLM summary; intent: deterministic operations list from the tool calls; \
-           hybrid: intent text + simulated summary; window: drop oldest user+assistant pairs until \
-           within TokenBudget; lossless: refused (needs fuseraft's EvidenceStore).")
+           hybrid: intent text + simulated summary; window: drop oldest user+assistant messages until \
+           within TokenBudget; lossless: falls back to llm (no snapshotter in a log), as fuseraft does.")
             .choices(MODES),
         c("TokenBudget", Int, json!(80000),
           "window mode: drop oldest pairs while the chars/4 estimate of the history exceeds this.")
@@ -255,12 +293,24 @@ pub fn schema() -> Vec<ParamSpec> {
         c("AntiThrashWindow", Int, json!(10),
           "How many recent compactions the anti-thrash guard looks at (0 = guard off).")
             .min(0.0),
+        c("IncludeExploration", Bool, json!(true),
+          "llm/hybrid: prepend the exploration history from fuseraft's events log (exported; not in logs, so not modelled — a note says so)."),
+        c("PinLastRoutingSignal", Bool, json!(true),
+          "Re-inject the last handoff routing signal after a compaction (exported; ctxlab's edit ops cannot insert a message, so not modelled)."),
+        c("SummaryTemplate", String, json!(""),
+          "Custom summary prompt ({{$task}}, {{$turn_count}}, {{$change_log}}, {{$history}}); its size is part of the summarizer's input. Empty = the built-in prompt."),
+        c("Model", String, json!(""),
+          "Compaction.Model.ModelId of the summarizer (empty = the first agent's model). Exported; the replay's summarizer model stands for it."),
         b("WarnAt", json!(0),
           "context_budget_warn once per agent per compaction cycle when its cumulative input tokens since the last compaction reach this (0 = off)."),
         b("CutoverAt", json!(0),
           "Compact when an agent's cumulative input tokens since the last compaction reach this (0 = off; needs Compaction)."),
         b("MaxSingleTurnInputTokens", json!(0),
-          "Compact (reason single_turn_limit) when one turn's input tokens reach this (0 = off; needs Compaction)."),
+          "Compact (reason single_turn_limit) when one turn's input tokens exceed this, and before a turn whose history's chars/3 exceeds it (0 = off; needs Compaction)."),
+        b("MaxToolResultTokens", json!(0),
+          "Tool-result window: when the view's tool results exceed this (chars/4), all but the last InTurnToolWindow become tombstones for that call (0 = off)."),
+        b("InTurnToolWindow", json!(20),
+          "Tool results always kept verbatim when MaxToolResultTokens is exceeded."),
         w("TextOnly", Bool, json!(false),
           "Strip tool-call frames and tool results from the agent's view."),
         w("ExcludeAgents", StringList, json!([]),
@@ -279,7 +329,7 @@ pub fn schema() -> Vec<ParamSpec> {
         w("ToolResultCharOverrides", IntMap, json!({}),
           "Per-tool MaxToolResultChars (only with MaxToolResultChars; 0 = no truncation for that tool)."),
         w("MaxReplayChars", Int, json!(0),
-          "Truncate replayed non-summary assistant text to this many chars (0 = fuseraft's global 2,000).")
+          "View filter: truncate non-summary assistant text to this many chars (0 = off). At checkpoint resume after a compaction, retained assistant text is cut to this (0 = the global 2,000).")
             .min(0.0),
         ParamSpec::new("MaxInTurnToolPairs", Int, json!(0),
           "In-turn sliding window: keep only the last N tool call/result pairs of the current turn (0 = off).")
@@ -397,11 +447,17 @@ impl Settings {
             max_chars_per_history_message: p.uint("MaxCharsPerHistoryMessage"),
             anti_thrash_min_savings_ratio: p.float("AntiThrashMinSavingsRatio"),
             anti_thrash_window: p.uint("AntiThrashWindow"),
+            include_exploration: p.bool("IncludeExploration"),
+            pin_last_routing_signal: p.bool("PinLastRoutingSignal"),
+            summary_template: p.str("SummaryTemplate").to_string(),
+            model: p.str("Model").to_string(),
         });
         let budget = BudgetConfig {
             warn_at: p.uint("WarnAt"),
             cutover_at: p.uint("CutoverAt"),
             max_single_turn_input_tokens: p.uint("MaxSingleTurnInputTokens"),
+            max_tool_result_tokens: p.uint("MaxToolResultTokens"),
+            in_turn_tool_window: p.uint("InTurnToolWindow"),
         };
         let mut defaults = AgentWindow::default();
         for k in WINDOW_KEYS.iter().chain(AGENT_KEYS) {
@@ -437,11 +493,26 @@ impl Settings {
             json!(c.anti_thrash_min_savings_ratio),
         );
         m.insert("AntiThrashWindow".into(), json!(c.anti_thrash_window));
+        m.insert("IncludeExploration".into(), json!(c.include_exploration));
+        m.insert(
+            "PinLastRoutingSignal".into(),
+            json!(c.pin_last_routing_signal),
+        );
+        m.insert("SummaryTemplate".into(), json!(c.summary_template));
+        m.insert("Model".into(), json!(c.model));
         m.insert("WarnAt".into(), json!(self.budget.warn_at));
         m.insert("CutoverAt".into(), json!(self.budget.cutover_at));
         m.insert(
             "MaxSingleTurnInputTokens".into(),
             json!(self.budget.max_single_turn_input_tokens),
+        );
+        m.insert(
+            "MaxToolResultTokens".into(),
+            json!(self.budget.max_tool_result_tokens),
+        );
+        m.insert(
+            "InTurnToolWindow".into(),
+            json!(self.budget.in_turn_tool_window),
         );
         for k in WINDOW_KEYS.iter().chain(AGENT_KEYS) {
             m.insert(k.to_string(), self.defaults.get(k));
@@ -461,84 +532,96 @@ impl Settings {
         w
     }
 
-    /// Errors that refuse to run (fuseraft refuses them at start-up).
-    pub fn runtime_errors(&self) -> Result<(), String> {
+    /// What `OrchestratorBuilder.BuildAsync` refuses at session startup, in its words (every
+    /// mode, window included). `validate` does not check these.
+    pub fn startup_errors(&self) -> Result<(), String> {
         if let Some(c) = &self.compaction {
-            if c.mode == Mode::Lossless {
-                return Err("Compaction.Mode lossless rebuilds the context from fuseraft's EvidenceStore \
-                            (state machine position, contract status, evidence items), which session logs \
-                            do not carry, so ctxlab cannot replay it. Use intent (deterministic operations \
-                            list) or hybrid (modelled as intent + a simulated LLM summary)."
-                    .into());
-            }
-            if c.mode != Mode::Window && c.trigger_turn_count <= c.keep_recent_turns {
+            if c.trigger_turn_count == 0 {
                 return Err(format!(
-                    "Compaction.TriggerTurnCount ({}) must be greater than Compaction.KeepRecentTurns ({})",
-                    c.trigger_turn_count, c.keep_recent_turns
+                    "Compaction.TriggerTurnCount must be a positive integer (got {}). A value of 0 or less would compact the conversation on every turn.",
+                    c.trigger_turn_count
+                ));
+            }
+            if c.keep_recent_turns < 1 {
+                return Err("Compaction.KeepRecentTurns must be at least 1.".into());
+            }
+            if c.keep_recent_turns >= c.trigger_turn_count {
+                return Err(format!(
+                    "Compaction.KeepRecentTurns ({}) must be less than Compaction.TriggerTurnCount ({}).",
+                    c.keep_recent_turns, c.trigger_turn_count
                 ));
             }
         }
-        Ok(())
+        // The context-budget guards are checked at startup too (validate mirrors them).
+        match self.validate_budget().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
-    /// What fuseraft's `validate` command reports as errors, in its words.
-    pub fn validate(&self) -> Vec<String> {
+    /// `ValidateConfigCommand.ValidateCompactionConfig`'s context-budget errors, which
+    /// `OrchestratorBuilder` also throws at startup.
+    fn validate_budget(&self) -> Vec<String> {
         let mut errs = Vec::new();
         let b = &self.budget;
-        if self.compaction.is_none() {
-            if b.cutover_at > 0 {
-                errs.push(format!(
-                    "ContextBudget.CutoverAt ({}) is set but there is no Compaction section: \
-                     CutoverAt cannot fire without a configured compactor.",
-                    fmt_tokens(b.cutover_at)
-                ));
-            }
-            if b.max_single_turn_input_tokens > 0 {
-                errs.push(format!(
-                    "ContextBudget.MaxSingleTurnInputTokens ({}) is set but there is no Compaction \
-                     section: it cannot fire without a configured compactor.",
-                    fmt_tokens(b.max_single_turn_input_tokens)
-                ));
-            }
+        if (b.cutover_at > 0 || b.max_single_turn_input_tokens > 0) && self.compaction.is_none() {
+            errs.push(
+                "ContextBudget.CutoverAt and ContextBudget.MaxSingleTurnInputTokens require a Compaction section. Add Compaction to enable automatic context trimming."
+                    .into(),
+            );
         }
         if b.warn_at > 0 && b.cutover_at > 0 && b.warn_at >= b.cutover_at {
             errs.push(format!(
-                "ContextBudget.WarnAt ({}) must be less than ContextBudget.CutoverAt ({}).",
-                fmt_tokens(b.warn_at),
-                fmt_tokens(b.cutover_at)
+                "ContextBudget.WarnAt ({}) must be less than CutoverAt ({}).",
+                n0(b.warn_at),
+                n0(b.cutover_at)
             ));
         }
+        errs
+    }
+
+    /// What fuseraft's `validate` command reports as errors about these settings, in its words
+    /// (`ValidateCompactionConfig`, and `ValidateAgents` for ContextCapFraction).
+    pub fn validate(&self) -> Vec<String> {
+        let mut errs = self.validate_budget();
         if let Some(c) = &self.compaction {
             let r = c.anti_thrash_min_savings_ratio;
             if !(0.0..=1.0).contains(&r) {
                 errs.push(format!(
-                    "Compaction.AntiThrashMinSavingsRatio must be between 0 and 1 (got {r})."
-                ));
-            }
-            if c.mode != Mode::Window && c.trigger_turn_count <= c.keep_recent_turns {
-                errs.push(format!(
-                    "Compaction.TriggerTurnCount ({}) must be greater than Compaction.KeepRecentTurns ({}).",
-                    c.trigger_turn_count, c.keep_recent_turns
+                    "Compaction.AntiThrashMinSavingsRatio must be 0.0–1.0 (got {r})."
                 ));
             }
         }
         let f = self.defaults.context_cap_fraction;
         if !(0.0..=1.0).contains(&f) {
             errs.push(format!(
-                "ContextWindow.ContextCapFraction must be between 0 and 1 (got {f})."
+                "Agent '(every agent)': ContextCapFraction must be 0.0–1.0 (got {f})."
             ));
         }
         for (agent, o) in &self.agents {
             if let Some(f) = o.get("ContextCapFraction").and_then(|v| v.as_f64()) {
                 if !(0.0..=1.0).contains(&f) {
                     errs.push(format!(
-                        "Agents[{agent}].ContextWindow.ContextCapFraction must be between 0 and 1 (got {f})."
+                        "Agent '{agent}': ContextCapFraction must be 0.0–1.0 (got {f})."
                     ));
                 }
             }
         }
         errs
     }
+}
+
+/// .NET's `{n:N0}`: thousands separated by commas.
+pub fn n0(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 impl Default for CompactionConfig {
@@ -553,6 +636,10 @@ impl Default for CompactionConfig {
             max_chars_per_history_message: 8_000,
             anti_thrash_min_savings_ratio: 0.10,
             anti_thrash_window: 10,
+            include_exploration: true,
+            pin_last_routing_signal: true,
+            summary_template: String::new(),
+            model: String::new(),
         }
     }
 }

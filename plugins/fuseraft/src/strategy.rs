@@ -1,11 +1,18 @@
-//! The fuseraft strategy: compaction by turn count (llm / intent / hybrid / window), the context
-//! budget (WarnAt, CutoverAt, MaxSingleTurnInputTokens), anti-thrash, the ContextWindow view
-//! filters, artifact offloading, the in-turn sliding window and the adaptive trim retry.
+//! The fuseraft strategy: compaction (llm / intent / hybrid / window) with fuseraft's trigger
+//! order, the context budget (WarnAt, CutoverAt, MaxSingleTurnInputTokens), the pre-turn check,
+//! agent-requested compaction, anti-thrash, the ContextWindow view filters, the tool-result
+//! window (MaxToolResultTokens), artifact offloading, the in-turn sliding window and the adaptive
+//! trim retry. Sources (fuseraft/fuseraft-cli, commits in docs/strategies/fuseraft.md):
+//! `CompactionCoordinator.EvaluateCompactionTriggerAsync` / `NeedsPreTurnCompaction`,
+//! `ContextBudgetManager.EvaluateAsync`, `ConversationCompactor.ShouldCompact` / `CompactAsync` /
+//! `TrimToWindow`, `ContextWindowFilter`, `ToolResultWindowTrimmer`.
 //!
-//! fuseraft checks compaction "after each checkpoint save", i.e. between agent turns; ctxlab sees
-//! model calls, so the checks run at the first call of each agent turn (a call whose previous reply
-//! by this agent made no tool calls). Everything here is per agent: each agent has its own working
-//! context in a replay, so a compaction compacts the calling agent's context and resets its budget.
+//! fuseraft keeps one history of `AgentMessage`s per session (`checkpoint.Messages`): a user
+//! message, or one assistant message per agent turn with its tool calls folded in (tool results
+//! are not part of it). Each ctxlab agent has its own working context, so each agent is modelled
+//! as its own fuseraft session: its context, read as such units, is its `checkpoint.Messages`.
+//! fuseraft checks after each completed turn (checkpoint save); ctxlab sees model calls, so the
+//! checks run at the first call of the agent's next turn, on the units the finished turn left.
 
 use crate::intent::{self, Operation};
 use crate::settings::*;
@@ -14,41 +21,77 @@ use ctxlab_plugin_api::sdk::*;
 use std::collections::{HashMap, VecDeque};
 
 pub const SLIDING_PLACEHOLDER: &str = "[result omitted — sliding window]";
+/// fuseraft's `CompactionPlugin.FunctionName`: an agent calling it requests a compaction.
+pub const COMPACTION_TOOL: &str = "compact_conversation";
+/// Size of `ConversationCompactor.SummaryPrompt` without the history (about 1,450 chars).
+pub const BUILTIN_PROMPT_CHARS: u64 = 1_450;
 
-/// What fuseraft tracks per agent, kept in step with the agent's working context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnitKind {
+    User,
+    Assistant,
+    Summary,
+}
+
+/// One `AgentMessage` of fuseraft's session history, as it lies in the agent's context.
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    /// Position of its first message plus the agent's `shift` at the time it was recorded.
+    start: usize,
+    kind: UnitKind,
+    /// `Content.Length`: the chars of the user message or of the turn's assistant messages.
+    chars: u64,
+    /// An assistant turn whose last reply made tool calls: its tool loop goes on.
+    open: bool,
+    /// The turn called `compact_conversation`.
+    requests_compaction: bool,
+}
+
+/// What fuseraft tracks per agent (per modelled session), kept in step with the agent's context.
 #[derive(Default)]
 struct AgentState {
     window: AgentWindow,
     /// Context length after this strategy's persistent ops at the previous call.
     len: usize,
     started: bool,
-    /// Assistant messages (non-summary) in the context: fuseraft's assistant-turn count.
-    turns: u64,
-    /// Characters of the context (window mode's chars/4 estimate).
-    chars: u64,
-    /// Assistant text replies longer than the replay cap (positions), for MaxReplayChars.
+    /// Leading messages that are not part of the session history (system prompt, pinned
+    /// messages; in window mode also leading summaries, which TrimToWindow never drops).
+    prefix: usize,
+    /// `TokenEstimator.EstimateTokens` (chars/4) and the pre-turn chars/3 of prefix summaries.
+    prefix_est4: u64,
+    prefix_est3: u64,
+    units: VecDeque<Unit>,
+    /// Positions removed so far: a unit's position is `start − shift`.
+    shift: usize,
+    assistant_units: u64,
+    /// Σ chars/4 per unit (window mode's estimate) and Σ chars/3 (the pre-turn estimate).
+    est4: u64,
+    est3: u64,
+    /// Assistant text replies longer than MaxReplayChars (positions + shift), when it is set.
     verbose: Vec<usize>,
     /// call id → (tool, arguments), for the artifact stub.
     calls: HashMap<String, (String, String)>,
+    /// Tool results (position + shift, chars/4) for MaxToolResultTokens, when it is set.
+    results: VecDeque<(usize, u64)>,
+    results_est: u64,
     /// Cumulative input tokens since the last compaction.
     cumulative: u64,
     /// Input tokens of the turn in progress.
     turn_input: u64,
     warned: bool,
-    grace: bool,
+    /// fuseraft's `_justCompacted`.
+    just_compacted: bool,
     /// First position of the current turn's own messages.
     turn_start: usize,
     /// Tool results of the current turn: (position, chars), oldest first; the first `masked` are
     /// already replaced by the sliding window.
     in_turn: Vec<(usize, u64)>,
     masked: usize,
+    /// `ConversationCompactor._recentSavings`: (compacted − 1) / total per compaction.
     savings: VecDeque<f64>,
-    /// Message tokens before the last compaction, measured against the next call.
-    pending_savings: Option<u64>,
-    /// Turn count at which anti-thrash suppressed compaction.
-    suppressed_at: Option<u64>,
-    /// Position of the summary written at the previous call (pinned at this one).
-    pin_next: Option<usize>,
+    thrash_noted: bool,
+    /// Position of the summary written at the previous call, whose size is known at this one.
+    summary_at: Option<usize>,
     turns_compacted: u64,
     cap_warning_on: bool,
     op_cap_noted: bool,
@@ -64,7 +107,7 @@ pub struct Fuseraft {
 
 impl Fuseraft {
     pub fn new(settings: Settings) -> Result<Fuseraft, String> {
-        settings.runtime_errors()?;
+        settings.startup_errors()?;
         Ok(Fuseraft {
             settings,
             agents: HashMap::new(),
@@ -74,53 +117,130 @@ impl Fuseraft {
     }
 }
 
-fn is_turn(m: &Msg) -> bool {
-    m.role() == Role::Assistant && !m.is_summary()
+fn est4(chars: u64) -> u64 {
+    chars / 4
+}
+fn est3(chars: u64) -> u64 {
+    chars / 3
 }
 
 impl AgentState {
-    fn replay_cap(&self) -> u64 {
-        self.window.replay_chars()
+    fn pos(&self, u: &Unit) -> usize {
+        u.start - self.shift
+    }
+
+    fn add_unit(&mut self, u: Unit) {
+        if u.kind == UnitKind::Assistant {
+            self.assistant_units += 1;
+        }
+        self.est4 += est4(u.chars);
+        self.est3 += est3(u.chars);
+        self.units.push_back(u);
+    }
+
+    fn pop_unit(&mut self) -> Option<Unit> {
+        let u = self.units.pop_front()?;
+        if u.kind == UnitKind::Assistant {
+            self.assistant_units -= 1;
+        }
+        self.est4 -= est4(u.chars);
+        self.est3 -= est3(u.chars);
+        Some(u)
     }
 
     /// Takes in one message at position `i` (appended since the previous call).
-    fn absorb(&mut self, m: &Msg, i: usize) {
-        if is_turn(m) {
-            self.turns += 1;
-        }
-        self.chars += m.chars();
-        if m.role() == Role::Assistant
-            && !m.has_tool_calls()
-            && !m.is_summary()
-            && !m.is_pinned()
-            && m.chars() > self.replay_cap()
-        {
-            self.verbose.push(i);
-        }
+    fn absorb(&mut self, m: &Msg, i: usize, window_mode: bool) {
         for t in m.tools().filter(|t| !t.is_result()) {
             self.calls.insert(
                 t.id().to_string(),
                 (t.name().to_string(), t.body().to_string()),
             );
         }
+        if self.window.max_replay_chars > 0
+            && m.role() == Role::Assistant
+            && !m.has_tool_calls()
+            && !m.is_summary()
+            && !m.is_pinned()
+            && m.chars() > self.window.max_replay_chars
+        {
+            self.verbose.push(i + self.shift);
+        }
+        if m.has_tool_results() {
+            let e = est4(m.chars());
+            self.results.push_back((i + self.shift, e));
+            self.results_est += e;
+        }
+        let leading = self.units.is_empty() && i == self.prefix;
+        if leading && (m.role() == Role::System || m.is_pinned() || (window_mode && m.is_summary()))
+        {
+            self.prefix += 1;
+            if m.is_summary() {
+                self.prefix_est4 += est4(m.chars());
+                self.prefix_est3 += est3(m.chars());
+            }
+            return;
+        }
+        let unit = |kind, chars, open, req| Unit {
+            start: i + self.shift,
+            kind,
+            chars,
+            open,
+            requests_compaction: req,
+        };
+        if m.is_summary() {
+            self.add_unit(unit(UnitKind::Summary, m.chars(), false, false));
+        } else if m.role() == Role::User && !m.has_tool_results() {
+            self.add_unit(unit(UnitKind::User, m.chars(), false, false));
+        } else if m.role() == Role::Assistant {
+            let req = m
+                .tools()
+                .any(|t| !t.is_result() && t.name() == COMPACTION_TOOL);
+            match self.units.back_mut() {
+                Some(last) if last.kind == UnitKind::Assistant && last.open => {
+                    let before = last.chars;
+                    last.chars += m.chars();
+                    last.open = m.has_tool_calls();
+                    last.requests_compaction |= req;
+                    let after = last.chars;
+                    self.est4 = self.est4 - est4(before) + est4(after);
+                    self.est3 = self.est3 - est3(before) + est3(after);
+                }
+                _ => self.add_unit(unit(
+                    UnitKind::Assistant,
+                    m.chars(),
+                    m.has_tool_calls(),
+                    req,
+                )),
+            }
+        }
+        // Tool results and other messages belong to the turn in progress (not to Content).
     }
 
     /// Rebuilds the incremental state from the whole context (first call, or a context that
     /// changed in a way this strategy did not make).
-    fn rebuild(&mut self, call: &Call) {
-        self.turns = 0;
-        self.chars = 0;
+    fn rebuild(&mut self, call: &Call, upto: usize, window_mode: bool) {
+        self.prefix = 0;
+        self.prefix_est4 = 0;
+        self.prefix_est3 = 0;
+        self.units.clear();
+        self.shift = 0;
+        self.assistant_units = 0;
+        self.est4 = 0;
+        self.est3 = 0;
         self.verbose.clear();
-        for i in 0..call.len() {
-            self.absorb(&call.msg(i), i);
+        self.results.clear();
+        self.results_est = 0;
+        for i in 0..upto {
+            self.absorb(&call.msg(i), i, window_mode);
         }
-        self.turn_start = call.len();
+        self.turn_start = upto;
         self.in_turn.clear();
         self.masked = 0;
     }
 
-    /// Positions at or after `end` move by `removed` after a persistent cut of `start..end`.
-    fn shift(&mut self, start: usize, end: usize, removed: usize) {
+    /// Positions at or after `end` move by `removed` after a persistent cut of `start..end`
+    /// (always a prefix of the session history).
+    fn cut(&mut self, start: usize, end: usize, removed: usize) {
         let shift = |p: usize| {
             if p >= end {
                 Some(p - removed)
@@ -130,7 +250,14 @@ impl AgentState {
                 None
             }
         };
-        self.verbose = self.verbose.iter().filter_map(|&p| shift(p)).collect();
+        let s = self.shift;
+        self.verbose.retain(|&p| p - s >= end);
+        while self.results.front().is_some_and(|&(p, _)| p - s < end) {
+            if let Some((_, e)) = self.results.pop_front() {
+                self.results_est -= e;
+            }
+        }
+        self.shift += removed;
         self.turn_start = shift(self.turn_start).unwrap_or(start);
         self.in_turn = self
             .in_turn
@@ -140,27 +267,36 @@ impl AgentState {
         self.masked = self.masked.min(self.in_turn.len());
     }
 
-    fn reset_budget(&mut self) {
+    /// `ContextBudgetManager.Reset` + `_justCompacted = true` (`PostCompactionReset`).
+    fn post_compaction_reset(&mut self) {
         self.cumulative = 0;
-        self.turn_input = 0;
         self.warned = false;
-        self.grace = true;
+        self.just_compacted = true;
+    }
+
+    /// `ConversationCompactor.IsAntiThrashed`.
+    fn anti_thrashed(&self, c: &CompactionConfig) -> bool {
+        let w = c.anti_thrash_window as usize;
+        w > 0
+            && c.anti_thrash_min_savings_ratio > 0.0
+            && self.savings.len() >= w
+            && self
+                .savings
+                .iter()
+                .all(|&r| r < c.anti_thrash_min_savings_ratio)
+    }
+
+    /// `ConversationCompactor.RecordSavings`.
+    fn record_savings(&mut self, ratio: f64, c: &CompactionConfig) {
+        self.savings.push_back(ratio);
+        while self.savings.len() > (c.anti_thrash_window as usize).max(1) {
+            self.savings.pop_front();
+        }
     }
 }
 
-/// The first position after the leading system / pinned / summary messages.
-fn first_compactable(call: &Call) -> usize {
-    (0..call.len())
-        .find(|&i| !view::protected(&call.msg(i)))
-        .unwrap_or(call.len())
-}
-
-/// Widens `start..end` so no tool call is cut off from its results: leading results whose call is
-/// before `start` are left out, results answering calls inside are taken in.
-fn pair_safe(call: &Call, mut start: usize, mut end: usize) -> (usize, usize) {
-    while start < end && call.msg(start).has_tool_results() && !call.msg(start).has_tool_calls() {
-        start += 1;
-    }
+/// Widens `start..end` so no tool call is cut off from its results.
+fn pair_safe(call: &Call, start: usize, mut end: usize) -> usize {
     loop {
         let ids: Vec<&str> = (start..end)
             .flat_map(|i| {
@@ -171,60 +307,31 @@ fn pair_safe(call: &Call, mut start: usize, mut end: usize) -> (usize, usize) {
                     .collect::<Vec<_>>()
             })
             .collect();
-        // Results follow their calls closely; look a bounded distance past the end.
         let mut grow = None;
         for j in end..call.len().min(end + 64) {
             let m = call.msg(j);
-            if m.is_pinned() {
-                break;
-            }
             if m.tools().any(|t| t.is_result() && ids.contains(&t.id())) {
                 grow = Some(j + 1);
             }
         }
         match grow {
             Some(e) if e > end => end = e,
-            _ => return (start, end),
+            _ => return end,
         }
     }
 }
 
+/// What a compaction did to the agent's context.
 struct Compacted {
     start: usize,
     end: usize,
-    /// Messages replacing the range (1 for a summary, 0 for window drops).
+    /// Units removed from the front of the session history.
+    units: usize,
+    /// 1 for a summary, 0 for window drops.
     replaced_by: usize,
-    turns_removed: u64,
-    chars_removed: u64,
 }
 
 impl Fuseraft {
-    /// The summary range of a turn-count compaction: the oldest (turns − KeepRecentTurns) turns.
-    fn summary_range(call: &Call, turns_to_compact: u64) -> Option<(usize, usize)> {
-        let start = first_compactable(call);
-        let mut seen = 0;
-        let mut end = start;
-        for i in start..call.len() {
-            let m = call.msg(i);
-            if m.is_pinned() {
-                break;
-            }
-            if is_turn(&m) {
-                seen += 1;
-                if seen == turns_to_compact {
-                    end = i + 1;
-                    break;
-                }
-            }
-            end = i + 1;
-        }
-        if seen == 0 {
-            return None;
-        }
-        let (s, e) = pair_safe(call, start, end);
-        (e > s).then_some((s, e))
-    }
-
     fn operations(call: &Call, start: usize, end: usize, first_turn: u64) -> Vec<Operation> {
         let mut results: HashMap<&str, (bool, &str)> = HashMap::new();
         for i in start..end {
@@ -233,11 +340,16 @@ impl Fuseraft {
             }
         }
         let mut ops = Vec::new();
+        // One turn per AgentMessage: an assistant message after a reply without tool calls.
         let mut turn = first_turn - 1;
+        let mut in_loop = false;
         for i in start..end {
             let m = call.msg(i);
-            if is_turn(&m) {
-                turn += 1;
+            if m.role() == Role::Assistant && !m.is_summary() {
+                if !in_loop {
+                    turn += 1;
+                }
+                in_loop = m.has_tool_calls();
             }
             for t in m.tools().filter(|t| !t.is_result()) {
                 let failure = match results.get(t.id()) {
@@ -257,38 +369,49 @@ impl Fuseraft {
         ops
     }
 
-    /// Runs the configured compactor; pushes its op and event. `None`: nothing was compacted.
+    /// `ConversationCompactor.CompactAsync`: the oldest (count − keep) units, the previous summary
+    /// included, become one summary; keep = KeepRecentTurns clamped to [1, count − 1] messages.
     fn compact(
-        st: &AgentState,
+        st: &mut AgentState,
         call: &Call,
         c: &CompactionConfig,
         trigger: &str,
         out: &mut Decision,
     ) -> Option<Compacted> {
-        let before = call.context_tokens();
         if c.mode == Mode::Window {
-            return Self::window_drop(st, call, c, trigger, out);
+            return Self::trim_to_window(st, call, c, trigger, out);
         }
-        let to_compact = st.turns.saturating_sub(c.keep_recent_turns);
-        let Some((start, end)) = (to_compact > 0)
-            .then(|| Self::summary_range(call, to_compact))
-            .flatten()
-        else {
+        let count = st.units.len();
+        if count < 2 {
             out.event(
                 EventKind::Note,
                 "compaction_skipped",
-                format!(
-                    "{trigger}: nothing to compact ({} turns, KeepRecentTurns {})",
-                    st.turns, c.keep_recent_turns
-                ),
+                format!("{trigger}: Compaction skipped: fewer than 2 messages in history — nothing to compact."),
             );
             return None;
-        };
+        }
+        let keep = (c.keep_recent_turns as usize).clamp(1, count - 1);
+        let k = count - keep;
+        st.record_savings((k as f64 - 1.0) / count as f64, c);
+        let start = st.pos(&st.units[0]);
+        let end = pair_safe(call, start, st.pos(&st.units[k]));
+        if (start..end).any(|i| call.msg(i).is_pinned()) {
+            out.event(
+                EventKind::Note,
+                "compaction_skipped",
+                format!("{trigger}: a pinned message lies in the {k} oldest messages; ctxlab never compacts a pinned message"),
+            );
+            return None;
+        }
         let range_tokens = call.tokens_in(start..end);
-        let turns_removed = (start..end).filter(|&i| is_turn(&call.msg(i))).count() as u64;
-        let chars_removed: u64 = (start..end).map(|i| call.msg(i).chars()).sum();
+        let turns_removed = st
+            .units
+            .iter()
+            .take(k)
+            .filter(|u| u.kind == UnitKind::Assistant)
+            .count() as u64;
         let first = st.turns_compacted + 1;
-        let last = st.turns_compacted + turns_removed;
+        let last = st.turns_compacted + turns_removed.max(1);
         let text = match c.mode {
             Mode::Intent | Mode::Hybrid => {
                 intent::reconstruction(first, last, &Self::operations(call, start, end, first))
@@ -314,26 +437,31 @@ impl Fuseraft {
             );
             return None;
         }
-        let summarizer_input: u64 = if c.max_chars_per_history_message > 0 {
-            (start..end)
-                .map(|i| {
-                    let m = call.msg(i);
-                    let cap = c.max_chars_per_history_message;
-                    if m.chars() > cap {
-                        // Cut to the cap, plus the [TRUNCATED — N chars total] suffix and the
-                        // one-line list of the turn's tool calls.
-                        m.tokens() * cap / m.chars() + 16
-                    } else {
-                        m.tokens()
-                    }
-                })
-                .sum()
+        // PruneContent: messages over MaxCharsPerHistoryMessage are cut (summaries never are),
+        // plus the [TRUNCATED — N chars total] suffix and the tool list.
+        let summarizer_input: u64 = (start..end)
+            .map(|i| {
+                let m = call.msg(i);
+                let cap = c.max_chars_per_history_message;
+                if cap > 0 && !m.is_summary() && m.chars() > cap {
+                    m.tokens() * cap / m.chars() + 16
+                } else {
+                    m.tokens()
+                }
+            })
+            .sum();
+        // GenerateSummaryAsync sends SummaryTemplate (or the built-in prompt) around the history.
+        let prompt_chars = if c.summary_template.trim().is_empty() {
+            BUILTIN_PROMPT_CHARS
         } else {
-            range_tokens
+            c.summary_template.chars().count() as u64
         };
         let (max_tokens, summarizer_input_tokens) = match c.mode {
             Mode::Intent => (0, 0),
-            _ => (range_tokens - text_tokens, summarizer_input),
+            _ => (
+                range_tokens - text_tokens,
+                summarizer_input + prompt_chars / 4,
+            ),
         };
         out.op(
             OpKind::Summarize {
@@ -345,97 +473,88 @@ impl Fuseraft {
             Scope::Persistent,
             start..end,
         );
+        let before = call.context_tokens();
         let after = if c.mode == Mode::Intent {
             before - range_tokens + text_tokens
         } else {
             0
         };
+        let mode = if c.mode == Mode::Lossless {
+            "llm (lossless fallback)"
+        } else {
+            c.mode.as_str()
+        };
         out.event_tokens(
             EventKind::Compaction,
             "compaction",
             format!(
-                "{} compaction of turns {first}–{last} ({} messages, {} tokens) — trigger {trigger}",
-                c.mode.as_str(),
-                fmt_tokens((end - start) as u64),
+                "{mode} compaction of {k} of {count} messages (turns {first}–{last}, {} tokens), {keep} kept — trigger {trigger}",
                 fmt_tokens(range_tokens)
             ),
             before,
             after,
         );
-        if (c.include_reasoning || c.include_symbol_graph)
-            && matches!(c.mode, Mode::Llm | Mode::Hybrid)
+        if (c.include_reasoning || c.include_symbol_graph || c.include_exploration)
+            && matches!(c.mode, Mode::Llm | Mode::Hybrid | Mode::Lossless)
             && st.turns_compacted == 0
         {
             out.event(
                 EventKind::Note,
                 "summary_blocks_not_modelled",
-                "IncludeReasoning / IncludeSymbolGraph prepend blocks from fuseraft's events log and EvidenceStore, which logs do not carry: the simulated summary leaves them out",
+                "IncludeReasoning / IncludeSymbolGraph / IncludeExploration prepend blocks from fuseraft's events log and EvidenceStore, which logs do not carry: the simulated summary leaves them out",
             );
         }
+        st.turns_compacted += turns_removed;
         Some(Compacted {
             start,
             end,
+            units: k,
             replaced_by: 1,
-            turns_removed,
-            chars_removed,
         })
     }
 
-    /// window mode: drop the oldest user+assistant pairs until chars/4 ≤ TokenBudget; pinned
-    /// summaries stay; no summary is written.
-    fn window_drop(
-        st: &AgentState,
+    /// `ConversationCompactor.TrimToWindow`: drop the oldest user / assistant messages (leading
+    /// summaries stay) while the per-message chars/4 estimate exceeds TokenBudget; at least one
+    /// message remains. No summary.
+    fn trim_to_window(
+        st: &mut AgentState,
         call: &Call,
         c: &CompactionConfig,
         trigger: &str,
         out: &mut Decision,
     ) -> Option<Compacted> {
-        let start = first_compactable(call);
-        // The open request (last user message and what follows) is never dropped.
-        let limit = (start..call.len())
-            .rev()
-            .find(|&i| {
-                let m = call.msg(i);
-                m.role() == Role::User && !m.has_tool_results()
-            })
-            .unwrap_or(call.len());
-        let target = c.token_budget.saturating_mul(4);
-        let mut chars = st.chars;
-        let mut end = start;
-        while chars > target && end < limit {
-            // One pair: from here to the next user message after an assistant reply.
-            let mut j = end;
-            let mut saw_reply = false;
-            while j < limit {
-                let m = call.msg(j);
-                if m.is_pinned() {
-                    break;
-                }
-                if j > end && saw_reply && m.role() == Role::User && !m.has_tool_results() {
-                    break;
-                }
-                saw_reply |= m.role() == Role::Assistant;
-                chars = chars.saturating_sub(m.chars());
-                j += 1;
+        let mut total = st.est4 + st.prefix_est4;
+        let count = st.units.len();
+        let mut k = 0;
+        while total > c.token_budget && k + 1 < count {
+            let before = k;
+            if st.units[k].kind == UnitKind::User {
+                total -= est4(st.units[k].chars);
+                k += 1;
             }
-            if j == end {
-                break;
+            if k + 1 < count && st.units[k].kind == UnitKind::Assistant {
+                total -= est4(st.units[k].chars);
+                k += 1;
             }
-            let (_, e) = pair_safe(call, start, j);
-            for k in j..e {
-                chars = chars.saturating_sub(call.msg(k).chars());
-            }
-            end = e;
-            if end < call.len() && call.msg(end).is_pinned() {
+            if k == before {
                 break;
             }
         }
-        let end = end.min(call.len());
-        if end <= start {
+        if k == 0 {
             out.event(
                 EventKind::Note,
                 "compaction_skipped",
-                format!("{trigger}: no user+assistant pair can be dropped"),
+                format!("{trigger}: TrimToWindow found nothing to drop"),
+            );
+            return None;
+        }
+        let start = st.pos(&st.units[0]);
+        let end = pair_safe(call, start, st.pos(&st.units[k]));
+        if (start..end).any(|i| call.msg(i).is_pinned()) {
+            out.event(
+                EventKind::Note,
+                "compaction_skipped",
+                format!("{trigger}: a pinned message lies in the messages TrimToWindow would drop"),
             );
             return None;
         }
@@ -446,10 +565,9 @@ impl Fuseraft {
             EventKind::Compaction,
             "compaction",
             format!(
-                "window compaction dropped {} messages ({} tokens; estimate {} ≤ TokenBudget {} after) — trigger {trigger}",
-                fmt_tokens((end - start) as u64),
+                "window compaction dropped {k} of {count} messages ({} tokens; estimate {} after, TokenBudget {}) — trigger {trigger}",
                 fmt_tokens(tokens),
-                fmt_tokens(chars / 4),
+                fmt_tokens(total),
                 fmt_tokens(c.token_budget)
             ),
             before,
@@ -458,10 +576,65 @@ impl Fuseraft {
         Some(Compacted {
             start,
             end,
+            units: k,
             replaced_by: 0,
-            turns_removed: (start..end).filter(|&i| is_turn(&call.msg(i))).count() as u64,
-            chars_removed: st.chars - chars,
         })
+    }
+
+    /// Brings the units in step with a compaction the host applies after this decision.
+    fn apply_to_state(st: &mut AgentState, k: &Compacted) {
+        for _ in 0..k.units {
+            st.pop_unit();
+        }
+        let removed = (k.end - k.start) - k.replaced_by;
+        st.cut(k.start, k.end, removed);
+        if k.replaced_by == 1 {
+            // The summary's size is known at the next call.
+            let u = Unit {
+                start: k.start + st.shift,
+                kind: UnitKind::Summary,
+                chars: 0,
+                open: false,
+                requests_compaction: false,
+            };
+            st.units.push_front(u);
+            st.summary_at = Some(k.start);
+        }
+    }
+
+    /// Checkpoint-resume replay (`ContextWindowFilter.TruncateReplayContent`): after a
+    /// compaction the session resumes from the checkpoint, and retained non-summary assistant
+    /// text longer than MaxReplayChars (0: the global 2,000) is cut.
+    fn resume_replay(
+        st: &AgentState,
+        call: &Call,
+        from: usize,
+        to: usize,
+        out: &mut Decision,
+    ) -> Vec<usize> {
+        let cap = st.window.resume_replay_chars();
+        let mut cut = Vec::new();
+        for i in from..to {
+            let m = call.msg(i);
+            if m.role() == Role::Assistant
+                && !m.has_tool_calls()
+                && !m.is_summary()
+                && !m.is_pinned()
+                && m.chars() > cap
+            {
+                out.op(
+                    OpKind::Truncate {
+                        head: cap,
+                        tail: 0,
+                        marker: view::replay_marker(m.chars()),
+                    },
+                    Scope::Persistent,
+                    i..i + 1,
+                );
+                cut.push(i);
+            }
+        }
+        cut
     }
 }
 
@@ -476,6 +649,15 @@ impl Strategy for Fuseraft {
                     format!("fuseraft validate would reject this config: {e}"),
                 );
             }
+            if let Some(c) = &self.settings.compaction {
+                if c.mode == Mode::Lossless {
+                    out.event(
+                        EventKind::Note,
+                        "lossless_fallback",
+                        "Compaction mode is 'lossless' but no snapshotter is available (it needs a state-machine session's EvidenceStore, which logs do not carry) — falling back to LLM mode, as fuseraft does.",
+                    );
+                }
+            }
         }
         let agent = call.agent();
         if !self.agents.contains_key(agent) {
@@ -487,187 +669,218 @@ impl Strategy for Fuseraft {
             self.agents.insert(agent.to_string(), st);
         }
         let settings = &self.settings;
+        let window_mode = settings
+            .compaction
+            .as_ref()
+            .is_some_and(|c| c.mode == Mode::Window);
         let st = self.agents.get_mut(agent).ok_or("agent state vanished")?;
         let n = call.len();
         let new = (call.new_messages() as usize).min(n);
         let first_new = n - new;
 
-        // 1. Keep the incremental state in step with the context.
-        let first_call = !st.started;
-        if first_call || st.len != first_new {
-            st.rebuild(call);
-        } else {
-            for i in first_new..n {
-                st.absorb(&call.msg(i), i);
-            }
-        }
-        st.started = true;
-        if let Some(before) = st.pending_savings.take() {
-            let after = call
-                .context_tokens()
-                .saturating_sub(call.overhead_tokens())
-                .saturating_sub(call.tokens_in(first_new..n));
-            let ratio = if before == 0 {
-                0.0
-            } else {
-                before.saturating_sub(after) as f64 / before as f64
-            };
-            st.savings.push_back(ratio);
-        }
-
         // Does this call start a turn? It continues one when the agent's previous reply made
         // tool calls (the tool loop goes on).
+        let first_call = !st.started;
         let continues = (first_new..n)
             .map(|i| call.msg(i))
             .find(|m| m.role() == Role::Assistant && m.agent() == agent)
             .is_some_and(|m| m.has_tool_calls());
         let new_turn = first_call || !continues;
+        // At a new turn, the messages up to the finished turn's last reply are the checkpoint
+        // the checks see; the new request after it belongs to the next turn.
+        let ckpt_end = if new_turn {
+            (first_new..n)
+                .rev()
+                .find(|&i| call.msg(i).role() == Role::Assistant)
+                .map_or(first_new, |i| i + 1)
+        } else {
+            n
+        };
+
+        // 1. Keep the incremental state in step with the context.
+        if first_call || st.len != first_new {
+            st.rebuild(call, ckpt_end, window_mode);
+        } else {
+            for i in first_new..ckpt_end {
+                st.absorb(&call.msg(i), i, window_mode);
+            }
+        }
+        st.started = true;
+        if let Some(p) = st.summary_at.take() {
+            if let Some(u) = st.units.front_mut() {
+                if u.kind == UnitKind::Summary && p < n {
+                    let chars = call.msg(p).chars();
+                    u.chars = chars;
+                    st.est4 += est4(chars);
+                    st.est3 += est3(chars);
+                }
+            }
+        }
 
         st.cumulative += call.prev_input_tokens();
         st.turn_input += call.prev_input_tokens();
 
         let mut locked: Vec<(usize, usize)> = Vec::new();
-        if let Some(p) = st.pin_next.take() {
-            if p < n && call.msg(p).is_summary() && !call.msg(p).is_pinned() {
-                out.op(OpKind::Pin, Scope::Persistent, p..p + 1);
-                locked.push((p, p + 1));
-            }
-        }
 
-        // 2. The checks fuseraft runs after each checkpoint save (between turns).
+        // 2. What fuseraft runs after each completed turn, then before the next one.
         let mut compacted: Option<Compacted> = None;
         if new_turn {
-            let finished_turn = st.turn_input;
-            st.turn_input = 0;
+            let finished_turn = std::mem::take(&mut st.turn_input);
             let b = settings.budget;
-            if b.warn_at > 0 && st.cumulative >= b.warn_at && !st.warned {
-                st.warned = true;
-                let cut = if b.cutover_at > 0 {
-                    format!(" (CutoverAt {})", fmt_tokens(b.cutover_at))
-                } else {
-                    String::new()
-                };
-                out.event(
-                    EventKind::Warn,
-                    "context_budget_warn",
-                    format!(
-                        "{agent}: cumulative input {} ≥ WarnAt {}{cut}",
-                        fmt_tokens(st.cumulative),
-                        fmt_tokens(b.warn_at)
-                    ),
-                );
+            let mut trigger: Option<String> = None;
+            if !first_call && finished_turn > 0 {
+                // ContextBudgetManager.EvaluateAsync.
+                if b.warn_at > 0 && st.cumulative >= b.warn_at && !st.warned {
+                    st.warned = true;
+                    out.event(
+                        EventKind::Warn,
+                        "context_budget_warn",
+                        format!(
+                            "{agent} has accumulated {} cumulative input tokens (warn_at: {}). Context rot risk — compaction will trigger at {} tokens.",
+                            fmt_tokens(st.cumulative),
+                            fmt_tokens(b.warn_at),
+                            fmt_tokens(b.cutover_at)
+                        ),
+                    );
+                }
             }
-            if let Some(c) = &settings.compaction {
-                let grace = std::mem::take(&mut st.grace);
-                let turn_fire = c.mode != Mode::Window && st.turns >= c.trigger_turn_count;
-                let window_fire = c.mode == Mode::Window && st.chars / 4 > c.token_budget;
-                let single_fire = !grace
+            if let (Some(c), false) = (&settings.compaction, first_call) {
+                // CompactionCoordinator.EvaluateCompactionTriggerAsync, in its order.
+                let single = finished_turn > 0
                     && b.max_single_turn_input_tokens > 0
-                    && finished_turn >= b.max_single_turn_input_tokens
-                    && !first_call;
-                let cut_fire = !grace && b.cutover_at > 0 && st.cumulative >= b.cutover_at;
-                let trigger = if turn_fire {
-                    Some(format!(
-                        "turn_count ({} ≥ TriggerTurnCount {})",
-                        st.turns, c.trigger_turn_count
-                    ))
-                } else if window_fire {
-                    Some(format!(
-                        "token_budget (estimate {} > TokenBudget {})",
-                        fmt_tokens(st.chars / 4),
-                        fmt_tokens(c.token_budget)
-                    ))
-                } else if single_fire || cut_fire {
-                    let (reason, msg) = if single_fire {
-                        ("single_turn_limit", format!(
-                            "{agent}: turn input {} ≥ MaxSingleTurnInputTokens {} (reason single_turn_limit)",
-                            fmt_tokens(finished_turn), fmt_tokens(b.max_single_turn_input_tokens)))
-                    } else {
-                        (
-                            "cutover_at",
-                            format!(
-                                "{agent}: cumulative input {} ≥ CutoverAt {} (reason cutover_at)",
-                                fmt_tokens(st.cumulative),
-                                fmt_tokens(b.cutover_at)
-                            ),
-                        )
-                    };
+                    && finished_turn > b.max_single_turn_input_tokens;
+                let cutover = !single
+                    && finished_turn > 0
+                    && b.cutover_at > 0
+                    && st.cumulative >= b.cutover_at;
+                if single {
+                    st.just_compacted = false;
+                    let msg = format!(
+                        "{agent} single-turn input ({}) exceeded MaxSingleTurnInputTokens ({}). Compacting before next turn...",
+                        fmt_tokens(finished_turn),
+                        fmt_tokens(b.max_single_turn_input_tokens)
+                    );
                     out.event_tokens(
                         EventKind::Cutover,
                         "context_budget_cutover",
                         msg,
-                        st.cumulative,
+                        finished_turn,
                         0,
                     );
-                    Some(reason.to_string())
+                    trigger = Some("single_turn_limit".into());
+                } else if st.just_compacted {
+                    // Post-compaction grace: one turn without the other triggers.
+                    st.just_compacted = false;
                 } else {
-                    None
-                };
-                if let Some(trigger) = trigger {
-                    // Anti-thrash: the guard lifts once the history has grown by a cycle's worth.
-                    if let Some(at) = st.suppressed_at {
-                        if st.turns
-                            >= at
-                                + c.trigger_turn_count
-                                    .saturating_sub(c.keep_recent_turns)
-                                    .max(1)
-                        {
-                            st.suppressed_at = None;
-                            st.savings.clear();
-                        }
-                    }
-                    let w = c.anti_thrash_window as usize;
-                    let r = c.anti_thrash_min_savings_ratio;
-                    let thrashing = w > 0
-                        && r > 0.0
-                        && st.savings.len() >= w
-                        && st.savings.iter().rev().take(w).all(|&s| s < r);
-                    if thrashing {
-                        if st.suppressed_at.is_none() {
-                            st.suppressed_at = Some(st.turns);
-                            let shown: Vec<String> = st
-                                .savings
-                                .iter()
-                                .rev()
-                                .take(w)
-                                .rev()
-                                .map(|s| format!("{:.1}%", s * 100.0))
-                                .collect();
-                            out.event(
-                                EventKind::Suppressed,
-                                "anti_thrash",
-                                format!(
-                                    "{trigger}: compaction suppressed — each of the last {w} compactions saved less than AntiThrashMinSavingsRatio {:.0}% ({}); waits until the history grows",
-                                    r * 100.0,
-                                    shown.join(", ")
-                                ),
-                            );
+                    let should = if c.mode == Mode::Window {
+                        let e = st.est4 + st.prefix_est4;
+                        (e > c.token_budget).then(|| {
+                            format!(
+                                "window_size (~{} tokens > budget {})",
+                                fmt_tokens(e),
+                                fmt_tokens(c.token_budget)
+                            )
+                        })
+                    } else if st.assistant_units >= c.trigger_turn_count {
+                        if st.anti_thrashed(c) {
+                            if !st.thrash_noted {
+                                st.thrash_noted = true;
+                                let shown: Vec<String> = st
+                                    .savings
+                                    .iter()
+                                    .map(|s| format!("{:.1}%", s * 100.0))
+                                    .collect();
+                                out.event(
+                                    EventKind::Suppressed,
+                                    "anti_thrash",
+                                    format!(
+                                        "Compaction skipped: anti-thrash guard triggered (last {} compactions saved < {:.0}% each: {}); the turn-count trigger stays off until a compaction by another trigger saves more",
+                                        c.anti_thrash_window,
+                                        c.anti_thrash_min_savings_ratio * 100.0,
+                                        shown.join(", ")
+                                    ),
+                                );
+                            }
+                            None
+                        } else {
+                            Some(format!(
+                                "window_size ({} assistant turns >= threshold {})",
+                                st.assistant_units, c.trigger_turn_count
+                            ))
                         }
                     } else {
-                        let before = call.context_tokens().saturating_sub(call.overhead_tokens());
-                        compacted = Fuseraft::compact(st, call, c, &trigger, out);
-                        if let Some(k) = &compacted {
-                            st.pending_savings = Some(before);
-                            locked.push((k.start, k.end));
-                            while st.savings.len() > w.max(1) {
-                                st.savings.pop_front();
-                            }
-                        }
-                        // Counters reset after compaction, whatever triggered it.
-                        st.reset_budget();
+                        None
+                    };
+                    let requested = st
+                        .units
+                        .iter()
+                        .rev()
+                        .find(|u| u.kind == UnitKind::Assistant)
+                        .is_some_and(|u| u.requests_compaction);
+                    if should.is_some() {
+                        trigger = should;
+                    } else if requested {
+                        trigger = Some(format!("agent_requested ({COMPACTION_TOOL})"));
+                    } else if cutover {
+                        out.event_tokens(
+                            EventKind::Cutover,
+                            "context_budget_cutover",
+                            format!(
+                                "{agent} reached context budget cutover ({} ≥ {} input tokens). Compacting history...",
+                                fmt_tokens(st.cumulative),
+                                fmt_tokens(b.cutover_at)
+                            ),
+                            st.cumulative,
+                            0,
+                        );
+                        trigger = Some("cumulative_budget".into());
                     }
                 }
+            }
+            // NeedsPreTurnCompaction: before the next turn runs, chars/3 of the history against
+            // MaxSingleTurnInputTokens (skipped right after a compaction).
+            if trigger.is_none()
+                && settings.compaction.is_some()
+                && !st.just_compacted
+                && b.max_single_turn_input_tokens > 0
+                && st.est3 + st.prefix_est3 > b.max_single_turn_input_tokens
+            {
+                out.event(
+                    EventKind::Cutover,
+                    "pre_turn_compaction",
+                    format!(
+                        "Pre-turn context estimate (~{} tokens, chars/3) exceeds MaxSingleTurnInputTokens ({}). Compacting before next turn...",
+                        fmt_tokens(st.est3 + st.prefix_est3),
+                        fmt_tokens(b.max_single_turn_input_tokens)
+                    ),
+                );
+                trigger = Some("pre_turn".into());
+            }
+            if let (Some(trigger), Some(c)) = (trigger, &settings.compaction) {
+                compacted = Fuseraft::compact(st, call, c, &trigger, out);
+                if let Some(k) = &compacted {
+                    locked.push((k.start, k.end));
+                    st.thrash_noted = false;
+                }
+                // PostCompactionReset runs whether or not there was anything to compact.
+                st.post_compaction_reset();
+            }
+            // The rest of the new messages: the next turn's request.
+            for i in ckpt_end..n {
+                st.absorb(&call.msg(i), i, window_mode);
             }
             st.turn_start = n;
             st.in_turn.clear();
             st.masked = 0;
         }
-
+        let mut resumed: Vec<usize> = Vec::new();
+        if let Some(k) = &compacted {
+            resumed = Fuseraft::resume_replay(st, call, k.end, ckpt_end, out);
+        }
         // 3. Artifact offloading (at production time) and the in-turn sliding window.
         let in_range =
             |p: usize, locked: &[(usize, usize)]| locked.iter().any(|&(s, e)| p >= s && p < e);
         let mut persistent_positions: Vec<usize> = Vec::new();
-        let mut offload_chars = 0;
         for i in first_new..n {
             let m = call.msg(i);
             if m.has_tool_results()
@@ -690,7 +903,6 @@ impl Strategy for Fuseraft {
                     intent::target(&args).as_ref(),
                     m.text(),
                 );
-                offload_chars += m.chars() - stub.chars().count() as u64;
                 out.op(OpKind::Offload { stub }, Scope::Persistent, i..i + 1);
                 out.event_tokens(
                     EventKind::Truncation,
@@ -705,7 +917,6 @@ impl Strategy for Fuseraft {
                 persistent_positions.push(i);
             }
         }
-        st.chars = st.chars.saturating_sub(offload_chars);
         if !new_turn {
             for i in first_new.max(st.turn_start)..n {
                 let m = call.msg(i);
@@ -730,14 +941,12 @@ impl Strategy for Fuseraft {
                 }
             }
             if !masked_now.is_empty() {
-                let mut freed = 0;
                 let mut tokens = 0;
                 for &k in &masked_now {
-                    let (p, c) = st.in_turn[k];
+                    let (p, _) = st.in_turn[k];
                     if persistent_positions.contains(&p) || in_range(p, &locked) {
                         continue;
                     }
-                    freed += c.saturating_sub(SLIDING_PLACEHOLDER.chars().count() as u64);
                     tokens += call.msg(p).tokens();
                     out.op(
                         OpKind::Mask {
@@ -748,7 +957,6 @@ impl Strategy for Fuseraft {
                     );
                     persistent_positions.push(p);
                 }
-                st.chars = st.chars.saturating_sub(freed);
                 out.event_tokens(
                     EventKind::Truncation,
                     "sliding_window",
@@ -763,7 +971,7 @@ impl Strategy for Fuseraft {
                 );
             }
         }
-        for p in persistent_positions {
+        for p in persistent_positions.into_iter().chain(resumed) {
             locked.push((p, p + 1));
         }
 
@@ -781,6 +989,7 @@ impl Strategy for Fuseraft {
         let w = st.window.clone();
         let left_out;
         if w.filters_history() || over {
+            let _ = settings;
             let mut plan = vec![Action::Keep; n];
             for &(s, e) in &locked {
                 for a in &mut plan[s..e] {
@@ -804,6 +1013,7 @@ impl Strategy for Fuseraft {
                 }
                 st.cap_warning_on = on;
             }
+            tool_result_window(st, &settings.budget, &mut plan);
             if over {
                 trim_retry(
                     call,
@@ -817,28 +1027,55 @@ impl Strategy for Fuseraft {
             }
             left_out = view::emit(&plan, room, out);
         } else {
-            // Only MaxReplayChars (fuseraft's default 2,000) applies: its positions are tracked.
-            let cap = st.replay_cap();
-            let mut picked: Vec<usize> = st
-                .verbose
-                .iter()
-                .rev()
-                .copied()
-                .filter(|&p| p < st.turn_start && p < n && !in_range(p, &locked))
-                .collect();
-            left_out = picked.len().saturating_sub(room);
-            picked.truncate(room);
-            for p in picked.into_iter().rev() {
+            // Only MaxReplayChars (when set) and the tool-result window apply: their positions
+            // are tracked, and only the newest `room` edits are looked at.
+            let cap = w.max_replay_chars;
+            let s = st.shift;
+            let mut picked: Vec<(usize, bool)> = Vec::new();
+            let mut wanted = 0;
+            if cap > 0 {
+                for &p in st.verbose.iter().rev() {
+                    let p = p - s;
+                    if p < st.turn_start && p < n && !in_range(p, &locked) {
+                        wanted += 1;
+                        if picked.len() < room {
+                            picked.push((p, false));
+                        }
+                    }
+                }
+            }
+            let (limit_t, keep) = (
+                settings.budget.max_tool_result_tokens,
+                settings.budget.in_turn_tool_window,
+            );
+            if limit_t > 0 && st.results_est > limit_t && st.results.len() > keep as usize {
+                let evict = st.results.len() - keep as usize;
+                for &(p, _) in st.results.iter().take(evict).rev() {
+                    let p = p - s;
+                    if p < n && !in_range(p, &locked) {
+                        wanted += 1;
+                        if picked.len() < room {
+                            picked.push((p, true));
+                        }
+                    }
+                }
+            }
+            left_out = wanted - picked.len();
+            picked.sort_unstable();
+            for (p, evicted) in picked {
                 let chars = call.msg(p).chars();
-                out.op(
+                let kind = if evicted {
+                    OpKind::Mask {
+                        placeholder: view::EVICTED.into(),
+                    }
+                } else {
                     OpKind::Truncate {
                         head: cap,
                         tail: 0,
                         marker: view::replay_marker(chars),
-                    },
-                    Scope::ThisCall,
-                    p..p + 1,
-                );
+                    }
+                };
+                out.op(kind, Scope::ThisCall, p..p + 1);
             }
         }
         if left_out > 0 && !st.op_cap_noted {
@@ -854,22 +1091,15 @@ impl Strategy for Fuseraft {
         // 5. Bring the state in step with the context the host will hold after this decision.
         let mut len = n;
         if let Some(k) = compacted {
-            let removed = (k.end - k.start) - k.replaced_by;
-            st.shift(k.start, k.end, removed);
-            st.turns = st.turns.saturating_sub(k.turns_removed);
-            st.chars = st.chars.saturating_sub(k.chars_removed);
-            st.turns_compacted += k.turns_removed;
-            len -= removed;
-            if k.replaced_by == 1 {
-                st.pin_next = Some(k.start);
-            }
+            Fuseraft::apply_to_state(st, &k);
+            len -= (k.end - k.start) - k.replaced_by;
             if new_turn {
                 st.turn_start = len;
             }
         }
         st.len = len;
         out.gauge("cumulative_since_compaction", st.cumulative as f64);
-        out.gauge("assistant_turns", st.turns as f64);
+        out.gauge("assistant_turns", st.assistant_units as f64);
         Ok(())
     }
 
@@ -969,4 +1199,21 @@ fn trim_retry(
         "context_length_exceeded",
         format!("context ~{} still exceeds {} after the three trim stages: the provider call would fail", fmt_tokens(now), fmt_tokens(limit)),
     );
+}
+
+/// `ToolResultWindowTrimmer`: when the tool results of the view exceed MaxToolResultTokens
+/// (chars/4 per result message), all but the last InTurnToolWindow become tombstones, for this
+/// call only.
+fn tool_result_window(st: &AgentState, b: &BudgetConfig, plan: &mut [Action]) {
+    let (limit, keep) = (b.max_tool_result_tokens, b.in_turn_tool_window as usize);
+    if limit == 0 || st.results_est <= limit || st.results.len() <= keep {
+        return;
+    }
+    let evict = st.results.len() - keep;
+    for &(p, _) in st.results.iter().take(evict) {
+        let p = p - st.shift;
+        if p < plan.len() && matches!(plan[p], Action::Keep | Action::Truncate { .. }) {
+            plan[p] = Action::Mask(view::EVICTED);
+        }
+    }
 }

@@ -19,6 +19,8 @@ use ctxlab_plugin_api::hash::FnvMap;
 pub const MAX_OPS: usize = 256;
 
 pub const STRIPPED: &str = "[tool result omitted — ContextWindow]";
+/// `ToolResultWindowTrimmer`'s tombstone (fuseraft adds the call's label and a 300-char preview).
+pub const EVICTED: &str = "[tool result — evicted after tool window exceeded]";
 
 /// The marker a truncation ends with, written out only for the ops a call emits (most planned
 /// truncations of a long view are only counted, never sent).

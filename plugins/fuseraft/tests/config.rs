@@ -11,84 +11,107 @@ fn export(p: Value, format: &str) -> Result<String, String> {
     make(p).export(format)
 }
 
+/// Parses an export the way fuseraft's YamlConfigLoader sees it (YAML → JSON value), so tests
+/// compare values, not text.
+fn parsed(y: &str) -> Value {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(y).expect("export is YAML");
+    serde_json::to_value(v).expect("JSON-compatible")
+}
+
+/// YamlConfigLoader: everything binds under `Orchestration:`; only non-default values are written.
 #[test]
-fn export_writes_only_non_default_values_with_fuseraft_keys() {
+fn export_writes_only_non_default_values_under_orchestration() {
     let y = export(
         json!({"TriggerTurnCount": 40, "KeepRecentTurns": 8, "Mode": "intent", "WarnAt": 80000, "CutoverAt": 120000,
+               "Model": "gpt-4o-mini",
                "Agents": "{\"Reviewer\": {\"TextOnly\": true, \"MaxTurnAge\": 3, \"ToolResultCharOverrides\": {\"grep_file\": 20000}}, \"Developer\": {\"MaxInTurnToolPairs\": 12}}"}),
         "fuseraft",
     )
     .unwrap();
-    let body: String = y
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
     assert_eq!(
-        body,
-        "Compaction:\n  TriggerTurnCount: 40\n  KeepRecentTurns: 8\n  Mode: intent\nContextBudget:\n  WarnAt: 80000\n  CutoverAt: 120000\nAgents:\n- Name: Developer\n  MaxInTurnToolPairs: 12\n- Name: Reviewer\n  ContextWindow:\n    TextOnly: true\n    MaxTurnAge: 3\n    ToolResultCharOverrides:\n      grep_file: 20000"
+        parsed(&y),
+        json!({"Orchestration": {
+        "Compaction": {"TriggerTurnCount": 40, "KeepRecentTurns": 8, "Mode": "intent",
+                       "Model": {"ModelId": "gpt-4o-mini"}},
+        "ContextBudget": {"WarnAt": 80000, "CutoverAt": 120000},
+        "Agents": [
+            {"Name": "Developer", "MaxInTurnToolPairs": 12},
+            {"Name": "Reviewer", "ContextWindow": {"TextOnly": true, "MaxTurnAge": 3,
+                "ToolResultCharOverrides": {"grep_file": 20000}}}
+        ]}})
     );
-    // Defaults only: an empty Compaction section (present, so compaction is on).
-    let y = export(json!({}), "fuseraft").unwrap();
-    assert!(y.contains("Compaction: {}"), "{y}");
     let y = export(json!({"Compaction": false}), "fuseraft").unwrap();
-    assert!(!y.contains("Compaction"), "{y}");
+    assert_eq!(parsed(&y), json!({"Orchestration": {}}));
+}
+
+/// JsonConfigurationFileParser turns `Compaction: {}` into a null value, which binds
+/// `Compaction = null` (compaction off): the default export names TriggerTurnCount instead, and
+/// import reads an empty section as absent.
+#[test]
+fn default_export_never_writes_an_empty_compaction_section() {
+    let y = export(json!({}), "fuseraft").unwrap();
+    assert_eq!(
+        parsed(&y),
+        json!({"Orchestration": {"Compaction": {"TriggerTurnCount": 50}}})
+    );
+    let v = FuseraftCompaction.import("fuseraft", &y).unwrap();
+    assert_eq!(v["Compaction"], json!(true));
+    for empty in [
+        "Orchestration:\n  Compaction: {}\n",
+        "Orchestration:\n  Compaction:\n",
+    ] {
+        let v = FuseraftCompaction.import("fuseraft", empty).unwrap();
+        assert_eq!(v["Compaction"], json!(false), "{empty}");
+    }
 }
 
 #[test]
 fn full_export_writes_every_value() {
     let y = export(json!({}), "fuseraft-full").unwrap();
-    for k in [
-        "TriggerTurnCount: 50",
-        "KeepRecentTurns: 10",
-        "Mode: llm",
-        "TokenBudget: 80000",
-        "IncludeReasoning: false",
-        "IncludeSymbolGraph: true",
-        "MaxCharsPerHistoryMessage: 8000",
-        "AntiThrashMinSavingsRatio: 0.1",
-        "AntiThrashWindow: 10",
-        "WarnAt: 0",
-        "CutoverAt: 0",
-        "MaxSingleTurnInputTokens: 0",
-    ] {
-        assert!(y.contains(k), "{k} missing in\n{y}");
-    }
+    let v = parsed(&y);
+    let c = &v["Orchestration"]["Compaction"];
+    assert_eq!(c["TriggerTurnCount"], json!(50));
+    assert_eq!(c["KeepRecentTurns"], json!(10));
+    assert_eq!(c["Mode"], json!("llm"));
+    assert_eq!(c["TokenBudget"], json!(80000));
+    assert_eq!(c["IncludeReasoning"], json!(false));
+    assert_eq!(c["IncludeSymbolGraph"], json!(true));
+    assert_eq!(c["IncludeExploration"], json!(true));
+    assert_eq!(c["PinLastRoutingSignal"], json!(true));
+    assert_eq!(c["MaxCharsPerHistoryMessage"], json!(8000));
+    assert_eq!(c["AntiThrashMinSavingsRatio"].as_f64(), Some(0.1));
+    assert_eq!(c["AntiThrashWindow"], json!(10));
+    assert!(
+        c.get("Model").is_none() && c.get("SummaryTemplate").is_none(),
+        "null when unset"
+    );
+    let b = &v["Orchestration"]["ContextBudget"];
+    assert_eq!(
+        b,
+        &json!({"WarnAt": 0, "CutoverAt": 0, "MaxSingleTurnInputTokens": 0,
+                "MaxToolResultTokens": 0, "InTurnToolWindow": 20})
+    );
     assert!(export(json!({}), "toml")
         .unwrap_err()
         .contains("fuseraft-full"));
 }
 
+/// ValidateConfigCommand.ValidateCompactionConfig / ValidateAgents, in fuseraft's words. The
+/// context-budget errors are also OrchestratorBuilder startup errors: such a strategy is refused.
 #[test]
-fn export_refuses_what_fuseraft_validate_rejects() {
-    let e = export(json!({"Compaction": false, "CutoverAt": 1000}), "fuseraft").unwrap_err();
-    assert!(
-        e.contains("CutoverAt (1,000) is set but there is no Compaction section"),
-        "{e}"
-    );
-    let e = export(
-        json!({"Compaction": false, "MaxSingleTurnInputTokens": 1000}),
-        "fuseraft",
-    )
-    .unwrap_err();
-    assert!(e.contains("MaxSingleTurnInputTokens"), "{e}");
-    let e = export(json!({"WarnAt": 120000, "CutoverAt": 120000}), "fuseraft").unwrap_err();
-    assert!(
-        e.contains("WarnAt (120,000) must be less than ContextBudget.CutoverAt (120,000)"),
-        "{e}"
+fn validate_config_command_errors_in_fuseraft_wording() {
+    let e = make_err(json!({"Compaction": false, "CutoverAt": 1000}));
+    assert_eq!(e, "ContextBudget.CutoverAt and ContextBudget.MaxSingleTurnInputTokens require a Compaction section. Add Compaction to enable automatic context trimming.");
+    let e = make_err(json!({"Compaction": false, "MaxSingleTurnInputTokens": 1000}));
+    assert!(e.contains("require a Compaction section"), "{e}");
+    let e = make_err(json!({"WarnAt": 120000, "CutoverAt": 120000}));
+    assert_eq!(
+        e,
+        "ContextBudget.WarnAt (120,000) must be less than CutoverAt (120,000)."
     );
     let e = export(json!({"AntiThrashMinSavingsRatio": 1.5}), "fuseraft").unwrap_err();
     assert!(
-        e.contains("AntiThrashMinSavingsRatio must be between 0 and 1"),
-        "{e}"
-    );
-    let e = export(
-        json!({"ContextCapFraction": -0.1, "Agents": "{\"A\": {}}"}),
-        "fuseraft",
-    )
-    .unwrap_err();
-    assert!(
-        e.contains("ContextCapFraction must be between 0 and 1"),
+        e.contains("Compaction.AntiThrashMinSavingsRatio must be 0.0–1.0 (got 1.5)."),
         "{e}"
     );
     let e = export(
@@ -97,7 +120,7 @@ fn export_refuses_what_fuseraft_validate_rejects() {
     )
     .unwrap_err();
     assert!(
-        e.contains("Agents[A].ContextWindow.ContextCapFraction"),
+        e.contains("Agent 'A': ContextCapFraction must be 0.0–1.0 (got 2)."),
         "{e}"
     );
     // WarnAt alone without Compaction is fine.
@@ -106,7 +129,7 @@ fn export_refuses_what_fuseraft_validate_rejects() {
 
 #[test]
 fn a_replay_of_an_invalid_config_says_what_validate_would_reject() {
-    let mut sim = Sim::new(json!({"WarnAt": 10, "CutoverAt": 5}));
+    let mut sim = Sim::new(json!({"AntiThrashMinSavingsRatio": 1.5}));
     let d = sim.call("main", vec![ctxlab_plugin_api::testing::TestMsg::user("x")]);
     assert!(has(&d, "fuseraft_validate"));
 }
@@ -122,9 +145,9 @@ fn flat_context_window_needs_agent_names_to_export() {
         vec![ctxlab_plugin_api::testing::TestMsg::user("x")],
     );
     let y = sim.strategy.export("fuseraft").unwrap();
-    assert!(
-        y.contains("- Name: Reviewer\n  ContextWindow:\n    TextOnly: true"),
-        "{y}"
+    assert_eq!(
+        parsed(&y)["Orchestration"]["Agents"],
+        json!([{"Name": "Reviewer", "ContextWindow": {"TextOnly": true}}])
     );
 }
 
@@ -160,10 +183,23 @@ fn import_reads_a_whole_fuseraft_config() {
         e.contains("unknown key Trigger") && e.contains("TriggerTurnCount"),
         "{e}"
     );
-    let e = FuseraftCompaction
-        .import("fuseraft", "ContextBudget:\n  MaxToolResultTokens: 5\n")
-        .unwrap_err();
-    assert!(e.contains("does not model"), "{e}");
+    assert_eq!(p.str("Model"), "gpt-4o-mini");
+    // The same config under its Orchestration: root, with the tool-result window.
+    let indented: String = text.lines().map(|l| format!("  {l}\n")).collect();
+    let v = FuseraftCompaction
+        .import("fuseraft", &format!("Orchestration:\n{indented}"))
+        .unwrap();
+    assert_eq!(v["TriggerTurnCount"], json!(20));
+    let v = FuseraftCompaction
+        .import("fuseraft", "Orchestration:\n  ContextBudget:\n    MaxToolResultTokens: 5\n    InTurnToolWindow: 4\n")
+        .unwrap();
+    assert_eq!(
+        (
+            v["MaxToolResultTokens"].clone(),
+            v["InTurnToolWindow"].clone()
+        ),
+        (json!(5), json!(4))
+    );
     let e = FuseraftCompaction
         .import("fuseraft", "Agents:\n  - ContextWindow: {TextOnly: true}\n")
         .unwrap_err();
@@ -229,7 +265,10 @@ fn generate(g: &mut Gen) -> Value {
     p.insert("Compaction".into(), json!(compaction));
     let trigger = g.pick(&[20u64, 40, 50, 77]);
     p.insert("TriggerTurnCount".into(), json!(trigger));
-    p.insert("KeepRecentTurns".into(), json!(g.next() % trigger));
+    p.insert(
+        "KeepRecentTurns".into(),
+        json!(1 + g.next() % (trigger - 1)),
+    );
     p.insert(
         "Mode".into(),
         json!(g.pick(&["llm", "intent", "hybrid", "window"])),
@@ -249,6 +288,18 @@ fn generate(g: &mut Gen) -> Value {
         json!(g.pick(&[0.1, 0.15, 0.0, 1.0, 0.333])),
     );
     p.insert("AntiThrashWindow".into(), json!(g.pick(&[10u64, 4, 0])));
+    p.insert("IncludeExploration".into(), json!(g.next() % 2 == 0));
+    p.insert("PinLastRoutingSignal".into(), json!(g.next() % 2 == 0));
+    p.insert(
+        "SummaryTemplate".into(),
+        json!(g.pick(&["", "Summarize {{$history}} for {{$task}}: keep paths."])),
+    );
+    p.insert(
+        "Model".into(),
+        json!(g.pick(&["", "gpt-4o-mini", "claude-haiku-4-5"])),
+    );
+    p.insert("MaxToolResultTokens".into(), json!(g.pick(&[0u64, 30000])));
+    p.insert("InTurnToolWindow".into(), json!(g.pick(&[20u64, 5])));
     let warn = g.pick(&[0u64, 80000, 50000]);
     p.insert("WarnAt".into(), json!(warn));
     if compaction {
