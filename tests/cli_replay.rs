@@ -39,10 +39,11 @@ fn a_plugin_strategy_with_a_parameter_compacts_more_than_its_default() {
         PI_SAMPLE,
         "-s",
         "fuseraft.compaction",
+        // fuseraft counts agent turns (a tool loop is one turn): the sample holds a handful.
         "--param",
-        "TriggerTurnCount=12",
+        "TriggerTurnCount=3",
         "--param",
-        "KeepRecentTurns=4",
+        "KeepRecentTurns=1",
         "--json",
     ]));
     let compactions = |r: &serde_json::Value| -> u64 {
@@ -51,7 +52,7 @@ fn a_plugin_strategy_with_a_parameter_compacts_more_than_its_default() {
             .map(|a| a.len() as u64)
             .unwrap_or(0)
     };
-    assert_eq!(eager[0]["params"]["TriggerTurnCount"], 12);
+    assert_eq!(eager[0]["params"]["TriggerTurnCount"], 3);
     assert!(
         compactions(&eager[0]) > compactions(&default[0]),
         "a lower TriggerTurnCount must compact more often: {} vs {}",

@@ -17,12 +17,12 @@ fn baselines_are_always_compared_and_figures_are_relative_to_none() {
         StrategyRun::new(plugin(
             &reg,
             "fuseraft.compaction",
-            json!({"TriggerTurnCount": 30}),
+            json!({"TriggerTurnCount": 12}),
         )),
         StrategyRun::new(plugin(
             &reg,
             "fuseraft.compaction",
-            json!({"TriggerTurnCount": 60}),
+            json!({"TriggerTurnCount": 20}),
         )),
     ];
     let c = compare::run(&s, &runs, &opts, None).unwrap();
@@ -32,8 +32,8 @@ fn baselines_are_always_compared_and_figures_are_relative_to_none() {
         [
             "none",
             "recorded",
-            "fuseraft.compaction TriggerTurnCount=30",
-            "fuseraft.compaction TriggerTurnCount=60"
+            "fuseraft.compaction TriggerTurnCount=12",
+            "fuseraft.compaction TriggerTurnCount=20"
         ]
     );
     assert_eq!(c.baseline, "none");
@@ -41,7 +41,8 @@ fn baselines_are_always_compared_and_figures_are_relative_to_none() {
     assert_eq!(none.relative.total_input_tokens, Some(0.0));
     let f30 = &c.runs[2];
     let f60 = &c.runs[3];
-    // Compacting every 30 turns sends fewer tokens than every 60, and both fewer than nothing.
+    // Compacting every 12 turns sends fewer tokens than every 20, and both fewer than nothing
+    // (the log holds 27 agent turns: fuseraft counts one per turn, tool calls folded in).
     let rel = |r: &compare::ComparedRun| r.relative.total_input_tokens.unwrap();
     assert!(
         rel(f30) < rel(f60) && rel(f60) < 0.0,
@@ -95,7 +96,7 @@ fn kept_at_answers_what_one_strategy_forgot_that_another_kept() {
     let runs = [StrategyRun::new(plugin(
         &reg,
         "fuseraft.compaction",
-        json!({"TriggerTurnCount": 30}),
+        json!({"TriggerTurnCount": 12}),
     ))];
     let k = compare::kept_at(&s, &runs, 120, &opts).unwrap();
     assert_eq!(k.call, 120);
@@ -104,7 +105,7 @@ fn kept_at_answers_what_one_strategy_forgot_that_another_kept() {
         [
             "none",
             "recorded",
-            "fuseraft.compaction TriggerTurnCount=30"
+            "fuseraft.compaction TriggerTurnCount=12"
         ]
     );
     assert!(k.rows.iter().all(|r| r.cells.len() == 3));
@@ -122,7 +123,7 @@ fn kept_at_answers_what_one_strategy_forgot_that_another_kept() {
     assert_eq!(none_kept, history);
     // fuseraft compacted the early turns into summaries: it forgot messages `none` kept.
     let forgot = k
-        .forgotten("none", "fuseraft.compaction TriggerTurnCount=30")
+        .forgotten("none", "fuseraft.compaction TriggerTurnCount=12")
         .unwrap();
     assert!(!forgot.is_empty());
     assert!(forgot.iter().all(|r| r.cells[2].is_none()));
@@ -132,7 +133,7 @@ fn kept_at_answers_what_one_strategy_forgot_that_another_kept() {
         .any(|r| r.message.is_none() && r.cells[2].is_some_and(|c| c.state == KeptState::Summary)));
     // Nothing the compacted run sent is missing from the full history.
     assert!(k
-        .forgotten("fuseraft.compaction TriggerTurnCount=30", "none")
+        .forgotten("fuseraft.compaction TriggerTurnCount=12", "none")
         .unwrap()
         .is_empty());
     // The tokens each sent at that call match the full runs' samples.
@@ -159,7 +160,7 @@ fn compare_cli_pairs_each_param_with_the_strategy_before_it() {
             "-s",
             "fuseraft.compaction",
             "--param",
-            "TriggerTurnCount=30",
+            "TriggerTurnCount=12",
             "--strategy",
             "example.keep-last-results",
             "--param=keep_last=3",
@@ -186,7 +187,7 @@ fn compare_cli_pairs_each_param_with_the_strategy_before_it() {
         [
             "none",
             "recorded",
-            "fuseraft.compaction TriggerTurnCount=30",
+            "fuseraft.compaction TriggerTurnCount=12",
             "example.keep-last-results keep_last=3"
         ]
     );

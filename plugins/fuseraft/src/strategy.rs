@@ -804,7 +804,7 @@ impl Strategy for Fuseraft {
                             None
                         } else {
                             Some(format!(
-                                "window_size ({} assistant turns >= threshold {})",
+                                "window_size ({} assistant turns >= TriggerTurnCount {})",
                                 st.assistant_units, c.trigger_turn_count
                             ))
                         }
