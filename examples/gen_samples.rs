@@ -1139,6 +1139,208 @@ fn fuseraft(root: &Path) -> std::io::Result<()> {
 // ---------------------------------------------------------------------------------------------
 // ctxlab native: written by the library's own writer from another sample.
 
+// ---------------------------------------------------------------------------------------------
+// Gemini CLI (chat files: the legacy pretty-printed document and the newer JSON lines)
+
+/// A Gemini CLI tool call from one of `tool_step`'s Claude-named steps.
+fn gemini_tool(r: &mut Rng, t: i64) -> (Value, u64) {
+    let (name, input, result, err) = tool_step(r, &mut None);
+    let (gname, args) = match name.as_str() {
+        "Read" => ("read_file", json!({"file_path": input["file_path"]})),
+        "Edit" => (
+            "replace",
+            json!({"file_path": input["file_path"], "old_string": input["old_string"], "new_string": input["new_string"]}),
+        ),
+        "Grep" => ("search_file_content", json!({"pattern": input["pattern"]})),
+        "Glob" => ("glob", json!({"pattern": input["pattern"]})),
+        _ => (
+            "run_shell_command",
+            json!({"command": input.get("command").cloned().unwrap_or(json!("cargo run -- predict")), "description": "Run it"}),
+        ),
+    };
+    let id = format!("{gname}-{t}-{}", r.hex(14));
+    let response = if err {
+        json!({"error": result})
+    } else {
+        json!({"output": result})
+    };
+    let tc = json!({"id": id, "name": gname, "args": args,
+        "result": [{"functionResponse": {"id": id, "name": gname, "response": response}}],
+        "status": if err { "error" } else { "success" }, "timestamp": format_ms(t + 900),
+        "displayName": gname, "description": "", "renderOutputAsMarkdown": false});
+    (tc, toks(&result))
+}
+
+/// One `gemini` record and the context it leaves (prompt + its output + tool results).
+fn gemini_turn(
+    r: &mut Rng,
+    t: &mut i64,
+    context: &mut u64,
+    cached: &mut u64,
+    tools: bool,
+) -> Value {
+    *t += r.range(2_000, 15_000) as i64;
+    let text = if tools && r.chance(50) {
+        ""
+    } else {
+        *r.pick(REPLIES)
+    };
+    let thoughts: Vec<Value> = (0..r.range(0, 2))
+        .map(|_| json!({"subject": "Planning the next step", "description": r.pick(REPLIES).to_string(), "timestamp": format_ms(*t - 500)}))
+        .collect();
+    let mut calls = Vec::new();
+    let mut results = 0;
+    if tools {
+        for _ in 0..r.range(1, 2) {
+            let (tc, n) = gemini_tool(r, *t);
+            calls.push(tc);
+            results += n;
+        }
+    }
+    let output = toks(text)
+        + calls
+            .iter()
+            .map(|c| toks(&c["args"].to_string()))
+            .sum::<u64>()
+        + 8;
+    let thought_toks = if thoughts.is_empty() {
+        0
+    } else {
+        r.range(40, 300)
+    };
+    let input = *context;
+    let cache = (*cached).min(input);
+    let tokens = json!({"input": input, "output": output, "cached": cache, "thoughts": thought_toks, "tool": 0, "total": input + output + thought_toks});
+    *cached = input;
+    *context += output + results + 20;
+    let mut m = json!({"id": r.uuid(), "timestamp": format_ms(*t), "type": "gemini", "content": text,
+        "thoughts": thoughts, "tokens": tokens, "model": "gemini-2.5-pro"});
+    if !calls.is_empty() {
+        m["toolCalls"] = Value::Array(calls);
+    }
+    m
+}
+
+fn gemini(root: &Path) -> std::io::Result<()> {
+    let dir = root.join("gemini-cli");
+    fs::create_dir_all(&dir)?;
+    let hash = "3f1c0d2b9a8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a";
+
+    // Legacy document (0.2x): two requests; an update notice arrives while the model's last tool
+    // call of the first request waits for approval, so that call is written as a record of its own.
+    let mut r = Rng(0x6E31_1A1);
+    let id = r.uuid();
+    let mut t: i64 = 1_772_530_000_000;
+    let start = t;
+    let mut context = 9_800u64;
+    let mut cached = 0u64;
+    let mut msgs = Vec::new();
+    for (k, req) in REQUESTS[2..4].iter().enumerate() {
+        t += 40_000;
+        msgs.push(
+            json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "user", "content": req}),
+        );
+        context += toks(req);
+        let steps = r.range(4, 6);
+        for s in 0..=steps {
+            msgs.push(gemini_turn(
+                &mut r,
+                &mut t,
+                &mut context,
+                &mut cached,
+                s < steps,
+            ));
+            if k == 0 && s == 1 {
+                t += 3_000;
+                msgs.push(json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "info", "content": "Gemini CLI update available! 0.24.0 → 0.25.0"}));
+                t += 2_000;
+                let (tc, n) = gemini_tool(&mut r, t);
+                context += n;
+                msgs.push(json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "gemini", "content": "", "toolCalls": [tc], "thoughts": [], "model": "gemini-2.5-pro", "tokens": {"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0}}));
+            }
+        }
+    }
+    // Written in Gemini CLI's key order (serde_json would sort the keys).
+    let messages = serde_json::to_string_pretty(&msgs)
+        .unwrap()
+        .replace('\n', "\n  ");
+    let doc = format!(
+        "{{\n  \"sessionId\": {},\n  \"projectHash\": {},\n  \"startTime\": {},\n  \"lastUpdated\": {},\n  \"messages\": {messages}\n}}",
+        json!(id),
+        json!(hash),
+        json!(format_ms(start)),
+        json!(format_ms(t))
+    );
+    fs::write(
+        dir.join(format!("session-2026-03-03T09-26-{}.json", &id[..8])),
+        doc,
+    )?;
+
+    // JSON lines (newer): records appended and re-appended as they fill in, a rewind, and a
+    // compression that replaces the history with a summary, an acknowledgement and the kept tail.
+    let mut r = Rng(0x6E31_1B2);
+    let id = r.uuid();
+    let mut t: i64 = 1_772_617_000_000;
+    let mut out = vec![json!({"sessionId": id, "projectHash": hash, "startTime": format_ms(t), "lastUpdated": format_ms(t), "kind": "main"}).to_string()];
+    let mut context = 9_800u64;
+    let mut cached = 0u64;
+    let mut history: Vec<Value> = Vec::new();
+    let append = |out: &mut Vec<String>, history: &mut Vec<Value>, m: Value| {
+        // A reply is written first without tokens, then again once they are known.
+        if m["type"] == "gemini" && m.get("tokens").is_some() {
+            let mut early = m.clone();
+            early["tokens"] = Value::Null;
+            out.push(early.to_string());
+        }
+        out.push(m.to_string());
+        history.push(m);
+    };
+    for req in &REQUESTS[5..8] {
+        t += 60_000;
+        let u = json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "user", "content": [{"text": req}]});
+        append(&mut out, &mut history, u);
+        context += toks(req);
+        let steps = r.range(3, 5);
+        for s in 0..=steps {
+            let m = gemini_turn(&mut r, &mut t, &mut context, &mut cached, s < steps);
+            append(&mut out, &mut history, m);
+        }
+        if *req == REQUESTS[5] {
+            // The user rewinds the first request's last answer and asks again.
+            let last = history.pop().unwrap();
+            out.push(json!({"$rewindTo": last["id"]}).to_string());
+            let m = gemini_turn(&mut r, &mut t, &mut context, &mut cached, false);
+            append(&mut out, &mut history, m);
+        }
+        if history.len() > 10 && !out.iter().any(|l| l.contains("state_snapshot")) {
+            // /compress: the history is replaced.
+            let keep = history.split_off(history.len() - 4);
+            let summary = "<state_snapshot>\n  <overall_goal>Speed up 30-day predictions and fix negative phase lags.</overall_goal>\n  <key_knowledge>MAX_HARMONICS = 37; node factors were recomputed per sample.</key_knowledge>\n</state_snapshot>";
+            t += 8_000;
+            let mut new = vec![
+                json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "user", "content": [{"text": summary}]}),
+                json!({"id": r.uuid(), "timestamp": format_ms(t), "type": "gemini", "content": [{"text": "Got it. Thanks for the additional context!"}]}),
+            ];
+            new.extend(keep);
+            out.push(json!({"$set": {"messages": new, "lastUpdated": format_ms(t)}}).to_string());
+            history = new;
+            context = 9_800
+                + toks(summary)
+                + history
+                    .iter()
+                    .map(|m| toks(&m.to_string()) / 2)
+                    .sum::<u64>();
+            cached = 0;
+        }
+    }
+    out.push(json!({"$set": {"summary": "Speed up predictions and fix phase lags"}}).to_string());
+    write_lines(
+        &dir.join(format!("session-2026-03-04T09-30-{}.jsonl", &id[..8])),
+        &out,
+    )?;
+    Ok(())
+}
+
 fn native(root: &Path) -> ctxlab::Result<()> {
     let dir = root.join("native");
     fs::create_dir_all(&dir).map_err(|e| ctxlab::Error::io(&dir, e))?;
@@ -1182,6 +1384,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     pi(&root)?;
     openai(&root)?;
     fuseraft(&root)?;
+    gemini(&root)?;
     native(&root)?;
     println!("samples written to {}", root.display());
     Ok(())

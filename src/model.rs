@@ -28,6 +28,15 @@ pub struct Session {
     pub thresholds: Vec<RecordedThreshold>,
     /// True when the log holds token counts but no message text: it charts, it cannot be replayed.
     pub usage_only: bool,
+    /// True when the log records only the output tokens of each call (GitHub Copilot CLI): the
+    /// input side of every call's usage is 0 because it is unknown, so nothing can be calibrated
+    /// and every input count is ctxlab's uncalibrated estimate (see `docs/formats.md`).
+    #[serde(default)]
+    pub estimate_only: bool,
+    /// What the tool itself recorded as the cost of calls (OpenCode, Cline), kept beside ctxlab's
+    /// own pricing so the two can be cross-checked. Not every call needs one.
+    #[serde(default)]
+    pub recorded_costs: Vec<RecordedCost>,
     /// Non-fatal problems met while reading (corrupt lines, unknown entries that mattered).
     pub warnings: Vec<Warning>,
 }
@@ -253,6 +262,15 @@ pub struct RecordedThreshold {
     /// `warn` or `cutover`.
     pub kind: String,
     pub tokens: u64,
+}
+
+/// The cost of one call as the tool that wrote the log computed it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct RecordedCost {
+    /// Index into `Session::calls`.
+    pub call: usize,
+    /// US dollars.
+    pub usd: f64,
 }
 
 /// A non-fatal problem met while reading.

@@ -165,3 +165,16 @@ fn pi_with_its_compaction() {
         1.0,
     );
 }
+
+/// Gemini CLI records the whole prompt of each call (`tokens.input`, cached included): the
+/// reconstruction is calibrated on it like the others.
+#[test]
+fn gemini_cli() {
+    check(
+        "gemini-cli_entire-cli/ab/2b9748b105/0/full.jsonl",
+        StrategySpec::Recorded,
+        false,
+        5.0,
+        1.0,
+    );
+}

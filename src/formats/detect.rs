@@ -100,6 +100,14 @@ pub fn detect(path: &Path) -> Result<&'static str> {
     }
     if document {
         let text = String::from_utf8_lossy(&head);
+        if entire::sniff_head(&text) {
+            return Err(unknown(
+                "an Entire checkpoint's metadata.json (totals only, no transcript): open the full.jsonl beside it".into(),
+            ));
+        }
+        if gemini::sniff_head(&text) {
+            return Ok(gemini::ID);
+        }
         if swe_agent::sniff_head(&text) {
             return Ok(swe_agent::ID);
         }
@@ -164,6 +172,9 @@ fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     }
     if usage_counter::sniff(o) {
         return Some(usage_counter::ID);
+    }
+    if gemini::sniff(o) {
+        return Some(gemini::ID);
     }
     if claude_code::sniff(o) {
         return Some(claude_code::ID);

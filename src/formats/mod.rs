@@ -10,8 +10,11 @@ pub mod cline;
 pub mod codex;
 mod de;
 mod detect;
+mod doc;
+mod entire;
 pub mod follow;
 pub mod fuseraft;
+pub mod gemini;
 pub mod http_capture;
 mod lines;
 pub mod managed_agents;
@@ -47,6 +50,7 @@ pub const FORMATS: &[&str] = &[
     swe_agent::ID,
     managed_agents::ID,
     usage_counter::ID,
+    gemini::ID,
 ];
 
 /// Reads one session from one file, in whatever format its content shows.
@@ -57,7 +61,7 @@ pub fn load_file(path: &Path) -> Result<Session> {
 
 /// Reads one file with the named reader, skipping detection.
 pub fn load_as(path: &Path, format: &str) -> Result<Session> {
-    match format {
+    let mut s = match format {
         native::ID => native::read(path),
         claude_code::ID => claude_code::read(path),
         codex::ID => codex::read(path),
@@ -71,11 +75,14 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         swe_agent::ID => swe_agent::read(path),
         managed_agents::ID => managed_agents::read(path),
         usage_counter::ID => usage_counter::read(path),
+        gemini::ID => gemini::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")
         ))),
-    }
+    }?;
+    entire::check(path, &mut s);
+    Ok(s)
 }
 
 /// Every session in a file or a folder, and the files of the folder that could not be read.
@@ -167,6 +174,8 @@ fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             if !p.with_extension("jsonl").is_file() {
                 collect_logs(&p, out)?;
             }
+        } else if entire::is_metadata_beside_log(&p) {
+            // An Entire checkpoint's totals: read with the transcript beside it.
         } else if p
             .extension()
             .and_then(|x| x.to_str())

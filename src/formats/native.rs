@@ -26,6 +26,12 @@ struct Header {
     title: Option<String>,
     #[serde(default)]
     usage_only: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    estimate_only: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Serialize)]
@@ -36,6 +42,7 @@ enum RecordRef<'a> {
     Call(&'a Call),
     Compaction(&'a RecordedCompaction),
     Threshold(&'a RecordedThreshold),
+    Cost(&'a RecordedCost),
     Warning(&'a Warning),
 }
 
@@ -47,6 +54,7 @@ enum Record {
     Call(Call),
     Compaction(RecordedCompaction),
     Threshold(RecordedThreshold),
+    Cost(RecordedCost),
     Warning(Warning),
 }
 
@@ -60,6 +68,7 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
         id: s.id.clone(),
         title: s.title.clone(),
         usage_only: s.usage_only,
+        estimate_only: s.estimate_only,
     };
     let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
         r.write_json(w)?;
@@ -80,6 +89,9 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
     }
     for t in &s.thresholds {
         line(&mut w, &RecordRef::Threshold(t))?;
+    }
+    for c in &s.recorded_costs {
+        line(&mut w, &RecordRef::Cost(c))?;
     }
     for x in &s.warnings {
         line(&mut w, &RecordRef::Warning(x))?;
@@ -109,6 +121,7 @@ struct Sink {
     /// Set when the header says a newer version: reading stops with this error.
     fatal: Option<(u32, String)>,
     agent_lines: Vec<u32>,
+    cost_lines: Vec<u32>,
 }
 
 impl JsonSink for Sink {
@@ -139,6 +152,7 @@ impl JsonSink for Sink {
             self.s.id = h.id;
             self.s.title = h.title;
             self.s.usage_only = h.usage_only;
+            self.s.estimate_only = h.estimate_only;
             return Ok(());
         }
         match serde_json::from_slice::<Record>(json)? {
@@ -159,6 +173,10 @@ impl JsonSink for Sink {
                 self.s.compactions.push(c);
             }
             Record::Threshold(t) => self.s.thresholds.push(t),
+            Record::Cost(c) => {
+                self.s.recorded_costs.push(c);
+                self.cost_lines.push(pos.line);
+            }
             Record::Warning(w) => self.s.warnings.push(w),
         }
         Ok(())
@@ -181,7 +199,7 @@ pub fn read(path: &Path) -> Result<Session> {
     live.check()?;
     let mut s = live.sink.s;
     s.source.hash = live.hasher.finalize().to_hex().to_string();
-    validate(&mut s, &live.sink.agent_lines);
+    validate(&mut s, &live.sink.agent_lines, &live.sink.cost_lines);
     Ok(s)
 }
 
@@ -206,6 +224,7 @@ impl Live {
                 header_seen: false,
                 fatal: None,
                 agent_lines: Vec::new(),
+                cost_lines: Vec::new(),
             },
             hasher: blake3::Hasher::new(),
             path: path.to_path_buf(),
@@ -245,7 +264,7 @@ impl LiveLog for Live {
         self.check()?;
         let mut view = self.sink.s.clone();
         view.source.hash = self.hasher.clone().finalize().to_hex().to_string();
-        validate(&mut view, &self.sink.agent_lines);
+        validate(&mut view, &self.sink.agent_lines, &self.sink.cost_lines);
         self.view = view;
         Ok(())
     }
@@ -258,7 +277,7 @@ impl LiveLog for Live {
 }
 
 /// Indices come from another tool: every one is checked so the rest of ctxlab can trust them.
-fn validate(s: &mut Session, agent_lines: &[u32]) {
+fn validate(s: &mut Session, agent_lines: &[u32], cost_lines: &[u32]) {
     let file = 0;
     let mut warns = Vec::new();
     let n_agents = s.agents.len();
@@ -293,12 +312,40 @@ fn validate(s: &mut Session, agent_lines: &[u32]) {
             m.agent = 0;
         }
     }
+    // Calls dropped here renumber the rest: recorded costs follow their call.
+    let mut new_index = Vec::with_capacity(s.calls.len());
+    let mut kept = 0;
     s.calls.retain(|c| {
         let ok = c.agent < n_agents && c.context_end <= n_msgs;
         if !ok {
             warns.push((c.source.line, format!("call agent {} / context_end {} out of range ({n_agents} agents, {n_msgs} messages); dropped", c.agent, c.context_end)));
+            new_index.push(None);
+        } else {
+            new_index.push(Some(kept));
+            kept += 1;
         }
         ok
+    });
+    let mut i = 0;
+    s.recorded_costs.retain_mut(|c| {
+        let line = cost_lines.get(i).copied().unwrap_or(0);
+        i += 1;
+        match new_index.get(c.call).copied().flatten() {
+            Some(n) if c.usd.is_finite() => {
+                c.call = n;
+                true
+            }
+            _ => {
+                warns.push((
+                    line,
+                    format!(
+                        "cost of call {} refers to no call (or is not a number); dropped",
+                        c.call
+                    ),
+                ));
+                false
+            }
+        }
     });
     for c in &mut s.calls {
         if c.reply.is_some_and(|r| r >= n_msgs) {

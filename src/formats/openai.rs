@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::de::{data_url_image, Count, LenientStr, StrOrBlocks};
+use super::doc::{element_pos, Src};
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use crate::model::*;
 use crate::{Error, Result};
@@ -320,43 +321,6 @@ impl JsonSink for Builder {
     }
 }
 
-/// The file, hashed and line-counted as serde_json pulls bytes from it.
-struct Src {
-    file: std::fs::File,
-    buf: Box<[u8]>,
-    pos: usize,
-    len: usize,
-    hasher: blake3::Hasher,
-    bytes: u64,
-    newlines: Rc<Cell<u32>>,
-}
-
-impl Read for Src {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos == self.len {
-            self.len = loop {
-                match self.file.read(&mut self.buf) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            self.pos = 0;
-            self.hasher.update(&self.buf[..self.len]);
-            self.bytes += self.len as u64;
-        }
-        let n = out.len().min(self.len - self.pos);
-        let chunk = &self.buf[self.pos..self.pos + n];
-        out[..n].copy_from_slice(chunk);
-        let nl = memchr::memchr_iter(b'\n', chunk).count() as u32;
-        if nl > 0 {
-            self.newlines.set(self.newlines.get().saturating_add(nl));
-        }
-        self.pos += n;
-        Ok(n)
-    }
-}
-
 struct DocSeed<'b> {
     b: &'b mut Builder,
     newlines: Rc<Cell<u32>>,
@@ -378,13 +342,7 @@ impl<'de> Visitor<'de> for DocSeed<'_> {
         loop {
             let raw: Option<Box<RawValue>> = seq.next_element()?;
             let Some(raw) = raw else { return Ok(()) };
-            // The element ended on the current line; it started as many lines earlier as it spans.
-            let end = self.newlines.get() + 1;
-            let span = memchr::memchr_iter(b'\n', raw.get().as_bytes()).count() as u32;
-            let pos = SourcePos {
-                file: 0,
-                line: end.saturating_sub(span),
-            };
+            let pos = element_pos(&self.newlines, &raw, 0);
             match serde_json::from_str::<OaMessage>(raw.get()) {
                 Ok(m) => self.b.message(m, pos),
                 Err(e) => self
@@ -437,10 +395,10 @@ pub fn read(path: &Path) -> Result<Session> {
             Err(e) => return Err(Error::io(path, e)),
         }
     };
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     if lead == Some(b'[') || (lead == Some(b'{') && !first_line_is_message(path)) {
-        return read_document(path, file);
+        return read_document(path);
     }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut hasher = blake3::Hasher::new();
     let mut lines = LineReader::new(
         std::io::BufReader::with_capacity(256 * 1024, file),
@@ -471,17 +429,9 @@ fn first_line_is_message(path: &Path) -> bool {
     false
 }
 
-fn read_document(path: &Path, file: std::fs::File) -> Result<Session> {
-    let newlines = Rc::new(Cell::new(0u32));
-    let mut src = Src {
-        file,
-        buf: vec![0u8; 256 * 1024].into_boxed_slice(),
-        pos: 0,
-        len: 0,
-        hasher: blake3::Hasher::new(),
-        bytes: 0,
-        newlines: newlines.clone(),
-    };
+fn read_document(path: &Path) -> Result<Session> {
+    let mut src = Src::open(path)?;
+    let newlines = src.newlines();
     let mut b = Builder::new(path);
     let result = {
         let mut de = serde_json::Deserializer::from_reader(&mut src);
@@ -525,10 +475,8 @@ fn read_document(path: &Path, file: std::fs::File) -> Result<Session> {
             tried: super::FORMATS.join(", "),
         });
     }
-    // Hash the rest of the file too: the hash is of the file, not of what was parsed.
-    let _ = std::io::copy(&mut src, &mut std::io::sink());
-    let hash = src.hasher.finalize().to_hex().to_string();
-    Ok(b.finish(path, src.bytes, hash))
+    let (bytes, hash) = src.finish();
+    Ok(b.finish(path, bytes, hash))
 }
 
 /// An object with a `messages` list, or a line that is a chat message and nothing else (event

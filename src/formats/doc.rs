@@ -1,0 +1,143 @@
+//! Logs that are one JSON document (OpenAI message lists, Gemini CLI chat files, OpenCode exports,
+//! Cline task files): read as a stream so that only one element of the big array is in memory at a
+//! time, hashed and line-counted while serde_json pulls bytes from the file.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::rc::Rc;
+
+use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::model::SourcePos;
+use crate::{Error, Result};
+
+/// The file, hashed and line-counted as serde_json pulls bytes from it.
+pub(crate) struct Src {
+    file: std::fs::File,
+    buf: Box<[u8]>,
+    pos: usize,
+    len: usize,
+    hasher: blake3::Hasher,
+    bytes: u64,
+    newlines: Rc<Cell<u32>>,
+}
+
+impl Src {
+    pub(crate) fn open(path: &Path) -> Result<Src> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Ok(Src {
+            file,
+            buf: vec![0u8; 256 * 1024].into_boxed_slice(),
+            pos: 0,
+            len: 0,
+            hasher: blake3::Hasher::new(),
+            bytes: 0,
+            newlines: Rc::new(Cell::new(0)),
+        })
+    }
+
+    /// Newlines read so far (shared with the element seeds, which read it while parsing).
+    pub(crate) fn newlines(&self) -> Rc<Cell<u32>> {
+        self.newlines.clone()
+    }
+
+    /// Reads the rest of the file (the hash is of the file, not of what was parsed) and returns
+    /// its size and BLAKE3 hash.
+    pub(crate) fn finish(mut self) -> (u64, String) {
+        let _ = std::io::copy(&mut self, &mut std::io::sink());
+        (self.bytes, self.hasher.finalize().to_hex().to_string())
+    }
+}
+
+impl Read for Src {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.len {
+            self.len = loop {
+                match self.file.read(&mut self.buf) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            self.pos = 0;
+            self.hasher.update(&self.buf[..self.len]);
+            self.bytes += self.len as u64;
+        }
+        let n = out.len().min(self.len - self.pos);
+        let chunk = &self.buf[self.pos..self.pos + n];
+        out[..n].copy_from_slice(chunk);
+        let nl = memchr::memchr_iter(b'\n', chunk).count() as u32;
+        if nl > 0 {
+            self.newlines.set(self.newlines.get().saturating_add(nl));
+        }
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Where an element just read began: it ended on the current line and spans as many lines as it
+/// holds newlines. Positions are 1-based lines of file `file`.
+pub(crate) fn element_pos(newlines: &Cell<u32>, raw: &RawValue, file: u32) -> SourcePos {
+    let end = newlines.get() + 1;
+    let span = memchr::memchr_iter(b'\n', raw.get().as_bytes()).count() as u32;
+    SourcePos {
+        file,
+        line: end.saturating_sub(span),
+    }
+}
+
+/// Streams a JSON array: `each` gets every element (as raw JSON) and where it starts.
+pub(crate) struct EachElement<'a, F> {
+    pub newlines: Rc<Cell<u32>>,
+    pub file: u32,
+    pub each: &'a mut F,
+}
+
+impl<'de, F: FnMut(Box<RawValue>, SourcePos)> DeserializeSeed<'de> for EachElement<'_, F> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(Box<RawValue>, SourcePos)> Visitor<'de> for EachElement<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
+            let pos = element_pos(&self.newlines, &raw, self.file);
+            (self.each)(raw, pos);
+        }
+        Ok(())
+    }
+}
+
+/// Streams a file that is one JSON array, element by element. A document that breaks off keeps
+/// the elements read before the damage and reports the break as `Err((line, message))`.
+#[allow(dead_code)] // used by the task-folder readers
+pub(crate) fn each_element(
+    path: &Path,
+    file: u32,
+    mut each: impl FnMut(Box<RawValue>, SourcePos),
+) -> Result<(u64, String, Option<(u32, String)>)> {
+    let mut src = Src::open(path)?;
+    let newlines = src.newlines();
+    let result = {
+        let mut de = serde_json::Deserializer::from_reader(&mut src);
+        EachElement {
+            newlines,
+            file,
+            each: &mut each,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+    };
+    let broken = result.err().map(|e| (e.line() as u32, e.to_string()));
+    let (bytes, hash) = src.finish();
+    Ok((bytes, hash, broken))
+}
