@@ -334,11 +334,10 @@ fn every_real_log_loads_or_is_refused_with_the_formats_tried() {
 
 #[test]
 fn formats_without_a_reader_yet_are_refused_not_misread() {
-    // Gemini CLI's chat file and an OpenCode export are one JSON object with a `messages` list,
-    // but not of chat messages: they must not load as an empty OpenAI-messages session. Copilot
-    // CLI's events are JSON lines of no known log.
+    // An OpenCode export is one JSON object with a `messages` list, but not of chat messages: it
+    // must not load as an empty OpenAI-messages session. Copilot CLI's events are JSON lines of
+    // no known log. (Gemini CLI's chat file, alike, has its reader: tests/formats_new_tools.rs.)
     for rel in [
-        "gemini-cli_entire-cli/ab/2b9748b105/0/full.jsonl",
         "opencode_pfm-categorization/opencode-session.json",
         "copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl",
     ] {
