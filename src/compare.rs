@@ -115,6 +115,7 @@ pub(crate) fn options_like<'a>(opts: &ReplayOptions<'a>) -> ReplayOptions<'a> {
         stop_at_call: opts.stop_at_call,
         cancel: opts.cancel,
         progress: None,
+        record_decisions: opts.record_decisions,
     }
 }
 
@@ -508,9 +509,43 @@ pub fn strategy(
         ))),
         "none" => Ok(StrategySpec::None),
         "recorded" => Ok(StrategySpec::Recorded),
-        _ => Ok(StrategySpec::Plugin {
-            entry: registry.require(id)?.clone(),
-            params,
-        }),
+        _ => {
+            let entry = registry.require(id)?.clone();
+            let params = dotted(params, &entry.meta.params);
+            Ok(StrategySpec::Plugin { entry, params })
+        }
+    }
+}
+
+/// TOML's dotted keys (`trigger.type = "token_ratio"`) arrive as nested tables
+/// (`{"trigger": {"type": …}}`); parameter names are flat (`trigger.type`). A table whose name is
+/// not itself a parameter (a map-valued one keeps its table) becomes its dotted names.
+fn dotted(params: serde_json::Value, schema: &[ctxlab_plugin_api::ParamSpec]) -> serde_json::Value {
+    fn flatten(
+        prefix: &str,
+        v: serde_json::Value,
+        schema: &[ctxlab_plugin_api::ParamSpec],
+        out: &mut serde_json::Map<String, serde_json::Value>,
+    ) {
+        match v {
+            serde_json::Value::Object(o) if !schema.iter().any(|s| s.name == prefix) => {
+                for (k, v) in o {
+                    flatten(&format!("{prefix}.{k}"), v, schema, out);
+                }
+            }
+            v => {
+                out.insert(prefix.to_string(), v);
+            }
+        }
+    }
+    match params {
+        serde_json::Value::Object(o) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in o {
+                flatten(&k, v, schema, &mut out);
+            }
+            serde_json::Value::Object(out)
+        }
+        other => other,
     }
 }

@@ -324,9 +324,18 @@ pub struct RawDecision {
 }
 
 #[derive(Default)]
-struct Collect {
+struct Collect<'c> {
     d: RawDecision,
     thresholds: Vec<Threshold>,
+    /// The run's counter, offered to the plugin as `Sink::count_text` (ABI 1.1).
+    counter: Option<&'c dyn crate::tokens::TokenCounter>,
+}
+
+unsafe extern "C" fn count_text(ctx: *mut c_void, text: StrRef) -> u64 {
+    match (ctx as *mut Collect).as_ref().and_then(|c| c.counter) {
+        Some(counter) => counter.count_text(text.as_str()),
+        None => 0,
+    }
 }
 
 unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
@@ -412,12 +421,14 @@ unsafe extern "C" fn push_threshold(ctx: *mut c_void, th: *const ThresholdView) 
 }
 
 fn sink(c: &mut Collect) -> Sink {
+    let count = c.counter.is_some();
     Sink {
         ctx: c as *mut Collect as *mut c_void,
         push_op,
         push_event,
         push_gauge,
         push_threshold,
+        count_text: count.then_some(count_text as _),
     }
 }
 
@@ -428,7 +439,19 @@ impl Instance {
 
     /// Asks for a decision. The views in `call` must stay valid for the duration of the call.
     pub fn decide(&mut self, call: &CallView) -> Result<RawDecision> {
-        let mut c = Collect::default();
+        self.decide_counted(call, None)
+    }
+
+    /// [`Instance::decide`], offering the plugin the run's token counter (`Sink::count_text`).
+    pub fn decide_counted(
+        &mut self,
+        call: &CallView,
+        counter: Option<&dyn crate::tokens::TokenCounter>,
+    ) -> Result<RawDecision> {
+        let mut c = Collect {
+            counter,
+            ..Collect::default()
+        };
         let s = sink(&mut c);
         let mut err = Buf::new();
         let ew = err.writer();

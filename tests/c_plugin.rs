@@ -225,7 +225,7 @@ fn the_header_matches_the_rust_abi_field_by_field() {
     });
     layout!(p, Sink => "ctxlab_sink" {
         ctx => ctx, push_op => push_op, push_event => push_event, push_gauge => push_gauge,
-        push_threshold => push_threshold,
+        push_threshold => push_threshold, count_text => count_text,
     });
     layout!(p, StrategyDesc => "ctxlab_strategy_desc" {
         id => id, title => title, system => system, description => description,

@@ -115,3 +115,115 @@ fn mistakes_are_explained() {
         "{err}"
     );
 }
+
+/// `--decisions` records, per call, the context the strategy saw and what became of each
+/// message: the dropped ones send nothing, the kept ones what the sample says, and the sent
+/// tokens of each call add up to the replay's own raw tokens for it.
+#[test]
+fn decisions_say_what_each_call_kept_dropped_and_edited() {
+    let out = ctxlab(&[
+        "replay",
+        PI_SAMPLE,
+        "-s",
+        "librechat.agents",
+        "--param",
+        "enabled=false",
+        "--window",
+        "12000",
+        "--json",
+        "--decisions",
+        "--series",
+        "target/decisions-series.csv",
+    ]);
+    let run = &runs(&out)[0];
+    let decisions = run["decisions"].as_array().expect("decisions");
+    let samples = run["samples"].as_array().expect("samples");
+    assert_eq!(decisions.len(), samples.len(), "one decision per call");
+    let mut described = std::collections::HashSet::new();
+    let (mut dropped, mut edited) = (0, 0);
+    for (d, s) in decisions.iter().zip(samples) {
+        let mut sent = 0;
+        for m in d["context"].as_array().unwrap() {
+            let id = m["id"].as_u64().unwrap();
+            // Text is given the first time a message appears, and only then.
+            assert_eq!(
+                m.get("text").is_some(),
+                described.insert(id),
+                "message {id}"
+            );
+            match m["state"].as_str().unwrap() {
+                "dropped" | "summary" => {
+                    dropped += 1;
+                    assert_eq!(m["sent_tokens"], 0);
+                }
+                "edited" => {
+                    edited += 1;
+                    assert!(m["sent_chars"].as_u64() < m["chars"].as_u64(), "{m}");
+                }
+                state => assert_eq!(state, "verbatim"),
+            }
+            sent += m["sent_tokens"].as_u64().unwrap();
+        }
+        if d["context"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["state"] != "summary")
+        {
+            assert_eq!(
+                sent,
+                s["raw_tokens"].as_u64().unwrap(),
+                "call {}",
+                d["call"]
+            );
+        }
+    }
+    assert!(
+        dropped > 0 && edited > 0,
+        "a 12K window makes LibreChat prune and mask"
+    );
+    // Without --decisions the run has none.
+    let plain = runs(&ctxlab(&[
+        "replay",
+        PI_SAMPLE,
+        "-s",
+        "librechat.agents",
+        "--json",
+    ]));
+    assert!(plain[0].get("decisions").is_none());
+}
+
+/// A `--params` file may write dotted names as TOML dotted keys or tables.
+#[test]
+fn a_params_file_accepts_dotted_keys_and_tables() {
+    let dir = std::env::temp_dir().join(format!("ctxlab-params-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [
+        (
+            "dotted.toml",
+            "trigger.type = \"token_ratio\"\ntrigger.value = 0.5\n",
+        ),
+        (
+            "table.toml",
+            "[trigger]\ntype = \"token_ratio\"\nvalue = 0.5\n",
+        ),
+        (
+            "quoted.toml",
+            "\"trigger.type\" = \"token_ratio\"\n\"trigger.value\" = 0.5\n",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let run = &runs(&ctxlab(&[
+            "replay",
+            PI_SAMPLE,
+            "-s",
+            "librechat.agents",
+            "--params",
+            path.to_str().unwrap(),
+            "--json",
+        ]))[0];
+        assert_eq!(run["params"]["trigger.type"], "token_ratio", "{name}");
+        assert_eq!(run["params"]["trigger.value"], 0.5, "{name}");
+    }
+}

@@ -98,7 +98,9 @@ fn wrong_abi_is_refused_naming_the_file_and_both_versions() {
     let r = reg.load_path(&path).unwrap_err();
     assert_eq!(r.path, path);
     assert!(
-        r.reason.contains("plugin ABI 2.0") && r.reason.contains("ABI 1.0"),
+        r.reason.contains("plugin ABI 2.0")
+            && r.reason
+                .contains(&format!("ABI 1.{}", ctxlab_plugin_api::abi::ABI_MINOR)),
         "{}",
         r.reason
     );

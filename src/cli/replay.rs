@@ -29,6 +29,10 @@ pub struct Args {
     /// Print the run as JSON (metrics, events, compactions; the series with --series).
     #[arg(long)]
     json: bool,
+    /// With --json: every call's decision, message by message (what the strategy saw, and which
+    /// messages it kept, edited, dropped or summarized; text and tools on first appearance).
+    #[arg(long, requires = "json")]
+    decisions: bool,
     /// Write the per-call series as CSV to this file.
     #[arg(long, value_name = "FILE")]
     series: Option<PathBuf>,
@@ -46,7 +50,8 @@ pub fn run(args: Args) -> Result<()> {
     let settings = args.replay.settings()?;
     let mut runs = Vec::new();
     for session in ctxlab::formats::load(&args.log)? {
-        let opts = settings.options(&session)?;
+        let mut opts = settings.options(&session)?;
+        opts.record_decisions = args.decisions;
         let agent =
             match &args.agent {
                 Some(id) => Some(session.agents.iter().position(|a| &a.id == id).ok_or_else(

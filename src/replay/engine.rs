@@ -60,6 +60,7 @@ pub(crate) struct Setup<'o> {
     pub stop_at_call: Option<usize>,
     pub cancel: Option<&'o AtomicBool>,
     pub progress: Option<&'o (dyn Fn(usize, usize) + Sync)>,
+    pub record_decisions: bool,
 }
 
 impl<'o> Setup<'o> {
@@ -73,6 +74,7 @@ impl<'o> Setup<'o> {
             stop_at_call: o.stop_at_call,
             cancel: o.cancel,
             progress: o.progress,
+            record_decisions: o.record_decisions,
         }
     }
 }
@@ -174,12 +176,15 @@ impl<'s, 'o> Engine<'s, 'o> {
         Metrics,
         Option<RecordedMetrics>,
         Option<Vec<KeptMessage>>,
+        Vec<CallDecision>,
     )> {
         let session = self.session;
         let mut feed = Feed::new(session);
         let total = session.calls.len();
         let last = self.opts.stop_at_call.map_or(total, |s| (s + 1).min(total));
         let mut kept = None;
+        let mut decisions = Vec::new();
+        let mut described = std::collections::HashSet::new();
         for ci in 0..last {
             if ci % 1024 == 0 {
                 if self.opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -211,11 +216,20 @@ impl<'s, 'o> Engine<'s, 'o> {
                 }
             }
             self.steps = steps;
+            let facts = self.opts.record_decisions.then(|| {
+                let v = self.call_view(ci);
+                (
+                    v.overhead_tokens,
+                    v.prev_recorded_input_tokens,
+                    v.new_messages,
+                    v.new_request,
+                )
+            });
             let decision = match decider.as_mut() {
                 None => RawDecision::default(),
                 Some(inst) => {
                     let view = self.call_view(ci);
-                    inst.decide(&view)
+                    inst.decide_counted(&view, Some(&*self.opts.counter))
                         .map_err(|e| self.fail(ci, e.to_string()))?
                 }
             };
@@ -228,6 +242,17 @@ impl<'s, 'o> Engine<'s, 'o> {
                     .map_err(|r| self.fail(ci, r))?;
             if self.opts.stop_at_call == Some(ci) {
                 kept = Some(self.kept(a, &plan));
+            }
+            if let Some((overhead, recorded, new, request)) = facts {
+                decisions.push(CallDecision {
+                    call: ci,
+                    agent: a,
+                    overhead_tokens: overhead,
+                    prev_recorded_input_tokens: recorded,
+                    new_messages: new,
+                    new_request: request != 0,
+                    context: self.decided(a, &plan, &mut described),
+                });
             }
             self.measure_and_apply(ci, plan, decision);
         }
@@ -243,6 +268,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             metrics,
             recorded,
             kept,
+            decisions,
         ))
     }
 
@@ -561,6 +587,83 @@ impl<'s, 'o> Engine<'s, 'o> {
                 .or_default()
                 .push(GaugePoint { call: ci, value });
         }
+    }
+
+    /// The context the strategy saw, message by message, with what its decision did to each
+    /// (`ReplayOptions::record_decisions`); text and tools of the messages not `described` yet.
+    fn decided(
+        &self,
+        a: AgentIdx,
+        plan: &Plan,
+        described: &mut std::collections::HashSet<u64>,
+    ) -> Vec<DecidedMessage> {
+        let ctx = &self.contexts[a];
+        let mut out: Vec<DecidedMessage> = (0..ctx.len())
+            .map(|i| {
+                let v = &ctx.views[i];
+                let new = described.insert(v.id);
+                // SAFETY: the views point into the context's own storage, alive while it is.
+                let tools = new.then(|| {
+                    let tools = if v.tools.is_null() || v.tools_len == 0 {
+                        &[][..]
+                    } else {
+                        unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }
+                    };
+                    tools
+                        .iter()
+                        .map(|t| unsafe {
+                            DecidedTool {
+                                id: t.id.as_str().to_string(),
+                                name: t.name.as_str().to_string(),
+                                body: t.body.as_str().to_string(),
+                                result: t.is_result != 0,
+                            }
+                        })
+                        .collect()
+                });
+                DecidedMessage {
+                    id: v.id,
+                    message: ctx.entries[i].msg,
+                    role: model_role(v.role),
+                    summary: v.flags & ctxlab_plugin_api::abi::FLAG_SUMMARY != 0,
+                    tokens: v.tokens,
+                    chars: v.chars,
+                    state: KeptState::Verbatim,
+                    sent_tokens: v.tokens,
+                    sent_chars: v.chars,
+                    text: new.then(|| ctx.text(i).to_string()),
+                    tools,
+                }
+            })
+            .collect();
+        for p in &plan.edits {
+            let (s, e) = (p.op.start, p.op.end);
+            match &p.op.kind {
+                OpKind::Drop | OpKind::Summarize { .. } => {
+                    let state = if matches!(p.op.kind, OpKind::Drop) {
+                        KeptState::Dropped
+                    } else {
+                        KeptState::Summary
+                    };
+                    for m in &mut out[s..e] {
+                        m.state = state;
+                        m.sent_tokens = 0;
+                        m.sent_chars = 0;
+                    }
+                }
+                _ => {
+                    for (m, t) in out[s..e].iter_mut().zip(&p.texts) {
+                        m.sent_tokens = t.1;
+                        m.sent_chars = t.0.chars().count() as u64;
+                        // An op's range may hold messages it leaves as they are.
+                        if m.sent_chars != m.chars || m.sent_tokens != m.tokens {
+                            m.state = KeptState::Edited;
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// What the call sends, message by message, with what the decision did to each.

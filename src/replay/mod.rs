@@ -108,6 +108,9 @@ pub struct ReplayOptions<'a> {
     pub cancel: Option<&'a AtomicBool>,
     /// Called with (calls done, calls in the session) every 1,024 calls and at the end.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// Record every call's decision, message by message (`Run::decisions`): for differential
+    /// tests against a modelled system's own code. Costs O(context) per call.
+    pub record_decisions: bool,
 }
 
 impl<'a> ReplayOptions<'a> {
@@ -122,6 +125,7 @@ impl<'a> ReplayOptions<'a> {
             stop_at_call: None,
             cancel: None,
             progress: None,
+            record_decisions: false,
         }
     }
 }
@@ -155,6 +159,54 @@ pub enum KeptState {
     Summary,
     /// In the history but not sent: dropped by this call's decision.
     Dropped,
+}
+
+/// What a strategy decided at one call, message by message (`ReplayOptions::record_decisions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallDecision {
+    pub call: usize,
+    pub agent: AgentIdx,
+    /// The call's facts as the strategy was given them (`CallView`).
+    pub overhead_tokens: u64,
+    pub prev_recorded_input_tokens: u64,
+    pub new_messages: u64,
+    pub new_request: bool,
+    /// The agent's working context as the strategy saw it, in order, and what became of each.
+    pub context: Vec<DecidedMessage>,
+}
+
+/// One message of a recorded decision. `text` and `tools` are given the first time a message
+/// (by `id`) appears in the run's decisions, and omitted after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecidedMessage {
+    /// The replay's stable id of the message (`MessageView::id`).
+    pub id: u64,
+    /// The session's message; `None` for a summary the replay wrote.
+    pub message: Option<MsgIdx>,
+    pub role: Role,
+    pub summary: bool,
+    /// Tokens and characters as the strategy saw it.
+    pub tokens: u64,
+    pub chars: u64,
+    /// `verbatim`, `edited` (this call's truncation / mask / offload), `dropped`, or `summary`
+    /// (replaced by a summary this call).
+    pub state: KeptState,
+    /// Tokens and characters sent (edited: after the edit; dropped or summarized: 0).
+    pub sent_tokens: u64,
+    pub sent_chars: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<DecidedTool>>,
+}
+
+/// A tool call or result of a [`DecidedMessage`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecidedTool {
+    pub id: String,
+    pub name: String,
+    pub body: String,
+    pub result: bool,
 }
 
 /// One message of the context a call sent (`Run::kept`).
@@ -197,6 +249,9 @@ pub struct Run {
     /// With `stop_at_call`: the call, and what its context held.
     pub stopped_at: Option<usize>,
     pub kept: Vec<KeptMessage>,
+    /// With `record_decisions`: every call's decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<CallDecision>,
 }
 
 /// The session's model: the first one a call or agent names.
@@ -294,7 +349,7 @@ pub fn run_prepared(
         recorded,
         budget,
     );
-    let (samples, compactions, events, gauges, metrics, recorded_metrics, kept) =
+    let (samples, compactions, events, gauges, metrics, recorded_metrics, kept, decisions) =
         engine.run(instance)?;
     Ok(Run {
         strategy: strategy.id().to_string(),
@@ -317,6 +372,7 @@ pub fn run_prepared(
         recorded: recorded_metrics,
         stopped_at: opts.stop_at_call.filter(|&c| c < session.calls.len()),
         kept: kept.unwrap_or_default(),
+        decisions,
     })
 }
 
@@ -357,6 +413,7 @@ pub fn recorded_raw_tokens_prepared(
         stop_at_call: None,
         cancel: None,
         progress: None,
+        record_decisions: false,
     };
     // The budget only shapes what a strategy is told; the baseline asks nothing.
     let budget = Budget {

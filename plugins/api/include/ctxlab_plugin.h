@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 0u
+#define CTXLAB_ABI_MINOR 1u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -207,6 +207,9 @@ typedef struct ctxlab_sink {
     void (*push_event)(void *ctx, const ctxlab_event *ev);
     void (*push_gauge)(void *ctx, ctxlab_str name, double value);
     void (*push_threshold)(void *ctx, const ctxlab_threshold *th);
+    /* ABI 1.1: tokens of a bare text with the run's counter (NULL: none). A message's tokens
+     * after an edit are tokens - count_text(old text) + count_text(new text). */
+    uint64_t (*count_text)(void *ctx, ctxlab_str text);
 } ctxlab_sink;
 
 /* One strategy the plugin exports. */

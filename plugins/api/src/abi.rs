@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -259,6 +259,10 @@ pub struct Sink {
     /// A named per-call value the chart can draw (LibreChat's pressure, phi-core's own estimate).
     pub push_gauge: unsafe extern "C" fn(ctx: *mut c_void, name: StrRef, value: f64),
     pub push_threshold: unsafe extern "C" fn(ctx: *mut c_void, th: *const ThresholdView),
+    /// ABI 1.1: tokens of a bare text with the run's counter (`TokenCounter::count_text`), so a
+    /// strategy can recount a message it cuts as the host will (null: the host has no counter).
+    /// A message's tokens after an edit are `tokens − count_text(old text) + count_text(new)`.
+    pub count_text: Option<unsafe extern "C" fn(ctx: *mut c_void, text: StrRef) -> u64>,
 }
 
 /// Describes one strategy a plugin exports.

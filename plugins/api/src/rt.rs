@@ -223,7 +223,15 @@ pub unsafe fn decide(
             .ok_or("null instance")?;
         let call = call.as_ref().ok_or("null call")?;
         let sink = sink.as_ref().ok_or("null sink")?;
-        let call = Call::from_raw(call);
+        let count = |text: &str| match sink.count_text {
+            Some(f) => f(sink.ctx, StrRef::new(text)),
+            None => 0,
+        };
+        let call = if sink.count_text.is_some() {
+            Call::from_raw(call).with_counter(&count)
+        } else {
+            Call::from_raw(call)
+        };
         let mut d = Decision::default();
         inst.strategy.decide(&call, &mut d)?;
         for op in &d.ops {

@@ -146,6 +146,7 @@ impl<'a> Msg<'a> {
 pub struct Call<'a> {
     raw: &'a CallView,
     msgs: &'a [MessageView],
+    counter: Option<&'a dyn Fn(&str) -> u64>,
 }
 
 impl<'a> Call<'a> {
@@ -158,7 +159,22 @@ impl<'a> Call<'a> {
         } else {
             std::slice::from_raw_parts(raw.messages, raw.messages_len)
         };
-        Call { raw, msgs }
+        Call {
+            raw,
+            msgs,
+            counter: None,
+        }
+    }
+    /// The same call with the run's token counter (ABI 1.1: the host's `Sink::count_text`).
+    pub fn with_counter(self, counter: &'a dyn Fn(&str) -> u64) -> Call<'a> {
+        Call {
+            counter: Some(counter),
+            ..self
+        }
+    }
+    /// Tokens of a bare text with the run's counter; `None` when the host gave no counter.
+    pub fn count_text(&self, text: &str) -> Option<u64> {
+        self.counter.map(|c| c(text))
     }
     pub fn agent(&self) -> &'a str {
         unsafe { self.raw.agent.as_str() }
