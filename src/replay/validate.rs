@@ -8,8 +8,10 @@ use crate::tokens::TokenCounter;
 use ctxlab_plugin_api::{Op, OpKind, Scope};
 use std::rc::Rc;
 
-/// Most ops one decision may carry: a real strategy needs a handful; more is a runaway plugin.
-pub const MAX_OPS: usize = 256;
+/// Most ops one decision may carry; more is a runaway plugin. LibreChat rewrites every consumed
+/// tool result it keeps, each with its own text (its truncation marker states the original
+/// length), so one call may need an op per kept message.
+pub const MAX_OPS: usize = 65_536;
 
 /// One checked edit of a range, with what it does to the token count.
 #[derive(Debug, Clone)]

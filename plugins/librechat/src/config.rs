@@ -40,7 +40,9 @@ pub struct Config {
 }
 
 pub const DEFAULT_RESERVE_RATIO: f64 = 0.05;
-pub const DEFAULT_MAX_SUMMARY_TOKENS: u64 = 2048;
+/// No cap of LibreChat's own: the summarizer's output limit is its model's (`summarization/node.ts`
+/// sets one only when `maxSummaryTokens` is given); 0 here, and the host's default summary cap.
+pub const DEFAULT_MAX_SUMMARY_TOKENS: u64 = 0;
 pub const TRIGGER_TYPES: [&str; 4] = [
     "unset",
     "token_ratio",
@@ -114,9 +116,10 @@ pub fn schema() -> Vec<ParamSpec> {
             "maxSummaryTokens",
             ParamType::Int,
             json!(DEFAULT_MAX_SUMMARY_TOKENS),
-            "Max output tokens of the summary (caps the simulated summary).",
+            "Max output tokens of the summary (caps the simulated summary); 0: no cap of \
+             LibreChat's own (the summarizer model's limit; the replay's default summary cap).",
         )
-        .min(1.0)
+        .min(0.0)
         .key("summarization.maxSummaryTokens"),
         ParamSpec::new(
             "contextPruning.enabled",
@@ -244,6 +247,11 @@ fn legacy_token_count() -> String {
 }
 
 impl Config {
+    /// Whether the summarization path runs (`shapeSummarizationConfig`'s `enabled`).
+    pub fn summarization_enabled(&self) -> bool {
+        self.enabled
+    }
+
     pub fn from_params(p: &Params) -> Result<Config, String> {
         let trigger = check_trigger(p.str("trigger.type"), p.float("trigger.value"))?;
         Ok(Config {
@@ -329,7 +337,8 @@ pub fn export(p: &Params, full: bool) -> Result<String, String> {
         block.insert("trigger".into(), Yaml::Mapping(t));
     }
     for name in ["reserveRatio", "maxSummaryTokens"] {
-        if wanted(name) {
+        // maxSummaryTokens 0 is "no cap": the key is left out (LibreChat needs a positive one).
+        if wanted(name) && !(name == "maxSummaryTokens" && p.uint(name) == 0) {
             block.insert(name.into(), to_yaml(p.get(name)));
         }
     }
@@ -400,7 +409,13 @@ pub fn import(text: &str) -> Result<Value, String> {
         .map_err(|e| format!("librechat.yaml is not valid YAML: {e}"))?;
     let block = match doc.get("summarization") {
         Some(Yaml::Mapping(m)) => m.clone(),
-        Some(Yaml::Null) => Mapping::new(),
+        Some(Yaml::Null) => {
+            return Err(
+                "summarization: is empty; LibreChat's schema needs a mapping (write \
+                        `summarization: {}` for its defaults, or remove the key)"
+                    .to_string(),
+            )
+        }
         Some(other) => {
             return Err(format!(
                 "summarization: expected a mapping, got {}",
@@ -411,6 +426,7 @@ pub fn import(text: &str) -> Result<Value, String> {
     };
     let mut out = Map::new();
     let mut parameters_max_summary: Option<Value> = None;
+    let mut empty_model = false;
     for (k, v) in &block {
         let key = key_str(k, "summarization")?;
         let at = format!("summarization.{key}");
@@ -422,7 +438,13 @@ pub fn import(text: &str) -> Result<Value, String> {
                 let s = v
                     .as_str()
                     .ok_or_else(|| format!("{at}: expected a string, got {}", show(v)))?;
-                out.insert(key.clone(), json!(s));
+                // shapeSummarizationConfig: an empty provider or model (not the agent's own, which
+                // an absent key means) turns summarization off.
+                if s.is_empty() && (key == "provider" || key == "model") {
+                    empty_model = true;
+                } else {
+                    out.insert(key.clone(), json!(s));
+                }
             }
             "reserveRatio" => {
                 out.insert(key.clone(), range(v, &at, 0.0, 1.0)?);
@@ -522,8 +544,12 @@ pub fn import(text: &str) -> Result<Value, String> {
             }
         }
     }
+    // summarization/node.ts: `parameters.maxSummaryTokens ?? maxSummaryTokens`.
     if let Some(v) = parameters_max_summary {
-        out.entry("maxSummaryTokens").or_insert(v);
+        out.insert("maxSummaryTokens".into(), v);
+    }
+    if empty_model {
+        out.insert("enabled".into(), json!(false));
     }
     let value = Value::Object(out);
     let params = Params::resolve(&schema(), &value)?;

@@ -5,8 +5,8 @@
 
 pub mod config;
 pub mod engine;
-mod live;
-pub mod trim;
+pub mod prune;
+pub mod truncation;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,748 @@
+//! `createPruneMessages` of `@librechat/agents` 3.1.63 (`src/messages/prune.ts`), re-implemented:
+//! one [`Pruner`] is the closure LibreChat creates per run (and again after each summary), and
+//! [`Pruner::prune`] is one call of the `pruneMessages` it returns. Within a run the closure
+//! mutates the graph's messages (masking, pre-flight truncation, contextPruning) and keeps their
+//! new token counts; so does this one, in `content` and `map`.
+
+use crate::config::ContextPruning;
+use crate::truncation::{
+    max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input, truncate_result,
+};
+
+/// `PRESSURE_THRESHOLD_MASKING`.
+pub const PRESSURE_MASKING: f64 = 0.8;
+/// `PRESSURE_BANDS`: pressure → budget factor of context fading.
+pub const PRESSURE_BANDS: [(f64, f64); 4] = [(0.99, 0.05), (0.9, 0.2), (0.85, 0.5), (0.8, 1.0)];
+/// `MASKED_RESULT_MAX_CHARS`.
+pub const MASKED_RESULT_MAX_CHARS: u64 = 300;
+/// `DEFAULT_RESERVE_RATIO`.
+pub const DEFAULT_RESERVE_RATIO: f64 = 0.05;
+const CALIBRATION_RATIO_MIN: f64 = 0.5;
+const CALIBRATION_RATIO_MAX: f64 = 5.0;
+
+/// JavaScript's `Math.round` (halves round up).
+pub fn js_round(x: f64) -> f64 {
+    (x + 0.5).floor()
+}
+
+/// A message as LangChain types it (`getType()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    System,
+    Human,
+    Ai,
+    Tool,
+}
+
+/// One message of the graph's `messages`, as the host holds it (the originals).
+#[derive(Debug, Clone)]
+pub struct Lc<'a> {
+    pub kind: Kind,
+    pub id: u64,
+    /// The host's token count of the original.
+    pub tokens: u64,
+    /// The original text (the host's flattened text: text parts, tool arguments, results).
+    pub text: &'a str,
+    /// AI: ids of its tool calls, and their arguments (JSON text) in order.
+    pub calls: Vec<(&'a str, &'a str)>,
+    /// AI: it has text of its own (`maskConsumedToolResults`' `hasText`).
+    pub has_text: bool,
+    /// Tool: the id of the call it answers (`tool_call_id`).
+    pub result_of: Option<&'a str>,
+}
+
+/// Recounts an edited message as the host will: `tokens − count(old) + count(new)`.
+pub trait Recount {
+    fn recount(&self, m: &Lc<'_>, new_text: &str) -> u64;
+}
+
+/// The closure's settings (`PruneMessagesFactoryParams`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `maxTokens` (the agent's `maxContextTokens`).
+    pub max_tokens: i64,
+    pub summarization: bool,
+    pub reserve_ratio: f64,
+    pub pruning: ContextPruning,
+}
+
+/// What one call of `pruneMessages` returns.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    /// Positions kept, in order, and the text each sends when it is not the original.
+    pub context: Vec<(usize, Option<String>)>,
+    /// `messagesToRefine.length`.
+    pub refine: usize,
+    /// `prePruneContextTokens` (calibrated, after masking and pre-flight truncation).
+    pub pre_prune: f64,
+    pub remaining: f64,
+    pub pressure: f64,
+    pub calibration_ratio: f64,
+    pub resolved_overhead: Option<f64>,
+    /// Diagnostics for events: masked, pre-flight-truncated, context-pruned results; orphans;
+    /// whether fallback fading / emergency truncation ran; the instruction tokens used.
+    pub masked: usize,
+    pub preflight: usize,
+    pub context_pruned: usize,
+    pub orphans: usize,
+    pub fallback: bool,
+    pub emergency: Option<u64>,
+    pub instructions: f64,
+    pub pruning_budget: f64,
+}
+
+/// The state of one `createPruneMessages` closure.
+#[derive(Debug, Clone)]
+pub struct Pruner {
+    /// Host ids of the messages it has seen, by position (a history that no longer extends them
+    /// is another run's).
+    pub ids: Vec<u64>,
+    map: Vec<Option<u64>>,
+    /// The mutated content of a message (masked, truncated, pruned) within the run.
+    content: Vec<Option<String>>,
+    total: u64,
+    last_turn_start: usize,
+    last_cut: usize,
+    cum_raw: f64,
+    cum_provider: f64,
+    ratio: f64,
+    best_overhead: Option<f64>,
+    best_variance: f64,
+    best_estimate: Option<f64>,
+    /// Calls so far: the graph has usage for a call only after one.
+    pub calls: u64,
+}
+
+impl Pruner {
+    /// `createPruneMessages` with an empty token map, seeded with `calibrationRatio`.
+    pub fn new(seed_ratio: f64) -> Pruner {
+        Pruner {
+            ids: Vec::new(),
+            map: Vec::new(),
+            content: Vec::new(),
+            total: 0,
+            last_turn_start: 0,
+            last_cut: 0,
+            cum_raw: 0.0,
+            cum_provider: 0.0,
+            ratio: if seed_ratio > 0.0 { seed_ratio } else { 1.0 },
+            best_overhead: None,
+            best_variance: f64::INFINITY,
+            best_estimate: None,
+            calls: 0,
+        }
+    }
+
+    /// True when `msgs` extends the history this closure has seen.
+    pub fn continues(&self, msgs: &[Lc<'_>]) -> bool {
+        msgs.len() >= self.ids.len() && self.ids.iter().zip(msgs).all(|(&id, m)| id == m.id)
+    }
+
+    /// The first AI message this call counts anew (the previous call's reply).
+    pub fn first_new_ai(&self, msgs: &[Lc<'_>]) -> Option<usize> {
+        (self.last_turn_start..msgs.len())
+            .find(|&i| self.map.get(i).is_none_or(|t| t.is_none()) && msgs[i].kind == Kind::Ai)
+    }
+
+    fn text<'m>(&'m self, msgs: &'m [Lc<'_>], i: usize) -> &'m str {
+        self.content[i].as_deref().unwrap_or(msgs[i].text)
+    }
+
+    /// One call of `pruneMessages`. `usage`: (input tokens, output tokens) of the previous LLM
+    /// call when the graph has it; `instructions`: `getInstructionTokens()`.
+    pub fn prune(
+        &mut self,
+        s: &Settings,
+        msgs: &[Lc<'_>],
+        usage: Option<(u64, u64)>,
+        instructions: f64,
+        rc: &dyn Recount,
+    ) -> Pruned {
+        self.calls += 1;
+        let n = msgs.len();
+        let mut out = Pruned {
+            calibration_ratio: self.ratio,
+            ..Pruned::default()
+        };
+        if n == 0 {
+            out.remaining = s.max_tokens as f64;
+            out.resolved_overhead = self.best_overhead;
+            return out;
+        }
+        self.ids.extend(msgs[self.ids.len()..].iter().map(|m| m.id));
+        self.map.resize(n, None);
+        self.content.resize(n, None);
+
+        // New messages: raw counts; with usage, the first new AI message is the reply and counts
+        // the provider's output tokens.
+        let mut new_outputs = vec![false; n];
+        let mut assigned = false;
+        for i in self.last_turn_start..n {
+            if self.map[i].is_some() {
+                continue;
+            }
+            match usage {
+                Some((_, output)) if !assigned && msgs[i].kind == Kind::Ai => {
+                    self.map[i] = Some(output);
+                    assigned = true;
+                }
+                _ => self.map[i] = Some(msgs[i].tokens),
+            }
+            if usage.is_some() {
+                new_outputs[i] = true;
+            }
+            self.total += self.map[i].unwrap_or(0);
+        }
+
+        // Cumulative calibration (prune.ts "Cumulative calibration").
+        if let Some((provider_input, _)) = usage {
+            let first_is_system = msgs[0].kind == Kind::System;
+            let mut raw_sent = 0u64;
+            if first_is_system {
+                raw_sent += self.map[0].unwrap_or(0);
+            }
+            for i in self.last_cut..n {
+                if (i == 0 && first_is_system) || new_outputs[i] {
+                    continue;
+                }
+                raw_sent += self.map[i].unwrap_or(0);
+            }
+            let raw_sent = raw_sent as f64;
+            let provider_messages = (provider_input as f64 - instructions).max(0.0);
+            if raw_sent > 0.0 && provider_messages > 0.0 {
+                self.cum_raw += raw_sent;
+                self.cum_provider += provider_messages;
+                self.ratio = (self.cum_provider / self.cum_raw)
+                    .clamp(CALIBRATION_RATIO_MIN, CALIBRATION_RATIO_MAX);
+            }
+            let ours = instructions + raw_sent * self.ratio;
+            let overall = if ours > 0.0 {
+                provider_input as f64 / ours
+            } else {
+                0.0
+            };
+            let variance = (overall - 1.0).abs();
+            if variance < self.best_variance && raw_sent > 0.0 {
+                self.best_variance = variance;
+                self.best_overhead =
+                    Some(js_round(provider_input as f64 - raw_sent * self.ratio).max(0.0));
+                self.best_estimate = Some(instructions);
+            }
+        }
+
+        let estimated = instructions;
+        let stable = self
+            .best_estimate
+            .is_some_and(|b| b > 0.0 && (estimated - b).abs() / b < 0.1);
+        let current_instructions = match self.best_overhead {
+            Some(best) if best <= estimated && stable => best,
+            _ => estimated,
+        };
+        let max_tokens = s.max_tokens as f64;
+        let reserve = if s.reserve_ratio > 0.0 && s.reserve_ratio < 1.0 {
+            js_round(max_tokens * s.reserve_ratio)
+        } else {
+            0.0
+        };
+        let pruning_budget = max_tokens - reserve;
+        let effective = (pruning_budget - current_instructions).max(0.0);
+        out.instructions = current_instructions;
+        out.pruning_budget = pruning_budget;
+        out.calibration_ratio = self.ratio;
+        out.resolved_overhead = self.best_overhead;
+
+        if effective == 0.0 && s.summarization {
+            // Instructions fill the budget: every message goes to the summarizer.
+            self.last_turn_start = n;
+            let calibrated = js_round(self.total as f64 * self.ratio);
+            out.refine = n;
+            out.pre_prune = calibrated;
+            out.pressure = if pruning_budget > 0.0 {
+                calibrated / pruning_budget
+            } else {
+                0.0
+            };
+            return out;
+        }
+
+        self.total = self.map[..n].iter().map(|t| t.unwrap_or(0)).sum();
+        let calibrated = js_round(self.total as f64 * self.ratio);
+        let pressure = if pruning_budget > 0.0 {
+            calibrated / pruning_budget
+        } else {
+            0.0
+        };
+        out.pressure = pressure;
+
+        if pressure >= PRESSURE_MASKING {
+            let raw_budget = if self.ratio > 0.0 {
+                (effective / self.ratio).floor()
+            } else {
+                effective
+            };
+            let headroom = if s.summarization {
+                (raw_budget * s.reserve_ratio * 0.5).floor()
+            } else {
+                0.0
+            };
+            out.masked = self.mask(msgs, raw_budget + headroom, rc);
+            if out.masked > 0 {
+                self.cum_raw = 0.0;
+                self.cum_provider = 0.0;
+            }
+        }
+        if pressure >= PRESSURE_MASKING && !s.summarization {
+            let factor = PRESSURE_BANDS
+                .iter()
+                .find(|(t, _)| pressure >= *t)
+                .map_or(1.0, |b| b.1);
+            let base = 1024f64.max((effective * factor).floor());
+            out.preflight = self.preflight(msgs, base as i64, rc);
+        }
+        if s.pruning.enabled && !s.summarization {
+            out.context_pruned = self.context_pruning(msgs, &s.pruning, rc);
+        }
+        let raw_effective = if self.ratio > 0.0 {
+            js_round(effective / self.ratio)
+        } else {
+            effective
+        };
+        if s.summarization && raw_effective > 0.0 {
+            out.preflight = self.preflight(msgs, raw_effective as i64, rc);
+        }
+
+        self.total = self.map[..n].iter().map(|t| t.unwrap_or(0)).sum();
+        let calibrated = js_round(self.total as f64 * self.ratio);
+        out.pre_prune = calibrated;
+        self.last_turn_start = n;
+        let current = |p: &Pruner| -> Vec<(usize, Option<String>)> {
+            (0..n).map(|i| (i, p.content[i].clone())).collect()
+        };
+        if self.last_cut == 0 && calibrated + current_instructions <= pruning_budget {
+            out.context = current(self);
+            out.remaining = pruning_budget - calibrated - current_instructions;
+            return out;
+        }
+
+        let raw_budget = if self.ratio > 0.0 {
+            js_round(pruning_budget / self.ratio)
+        } else {
+            pruning_budget
+        };
+        let raw_instructions = if self.ratio > 0.0 {
+            js_round(current_instructions / self.ratio)
+        } else {
+            current_instructions
+        };
+        let counts: Vec<u64> = self.map[..n].iter().map(|t| t.unwrap_or(0)).collect();
+        let texts: Vec<Option<String>> = self.content[..n].to_vec();
+        let fit = within_limit(msgs, &counts, raw_budget, raw_instructions);
+        let (mut context, mut reclaimed, dropped) =
+            repair_orphans(msgs, &counts, &texts, &fit.context, rc);
+        out.orphans = dropped;
+        let mut refine = fit.refine + dropped;
+        let remaining_initial = fit.remaining;
+
+        if context.is_empty() && effective > 0.0 && s.summarization {
+            // Fallback fading on a copy, retried against the (calibrated-space) pruning budget.
+            let budget = 1024f64.max(effective) as i64;
+            let (counts2, texts2) = self.faded(msgs, budget, rc);
+            let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
+            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &retry.context, rc);
+            if !c.is_empty() {
+                context = c;
+                reclaimed = r;
+                refine += retry.refine + d;
+                out.fallback = true;
+            }
+        }
+        if context.is_empty() && effective > 0.0 {
+            let per_message = (effective / n.max(1) as f64).floor();
+            let cap = 200f64.max(per_message * 4.0) as u64;
+            out.emergency = Some(cap);
+            let mut counts2 = counts.clone();
+            let mut texts2 = texts.clone();
+            for i in 0..n {
+                let m = &msgs[i];
+                let text = texts2[i].as_deref().unwrap_or(m.text);
+                match m.kind {
+                    Kind::Tool => {
+                        if let Some(t) = truncate_result(text, cap) {
+                            counts2[i] = rc.recount(m, &t);
+                            texts2[i] = Some(t);
+                        }
+                    }
+                    Kind::Ai => {
+                        if let Some(t) = truncate_inputs(m, text, cap) {
+                            counts2[i] = rc.recount(m, &t);
+                            texts2[i] = Some(t);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
+            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &retry.context, rc);
+            context = c;
+            reclaimed = r;
+            refine += retry.refine + d;
+        }
+        out.remaining = 0f64.max(pruning_budget.min(remaining_initial + reclaimed));
+        out.refine = refine;
+        self.last_cut = n.saturating_sub(
+            context.len()
+                - usize::from(
+                    context
+                        .first()
+                        .is_some_and(|c| msgs[c.0].kind == Kind::System),
+                ),
+        );
+        out.context = context;
+        out
+    }
+
+    /// `maskConsumedToolResults` with a recency-weighted share of `raw_budget`.
+    fn mask(&mut self, msgs: &[Lc<'_>], raw_budget: f64, rc: &dyn Recount) -> usize {
+        let mut seen_text = false;
+        let mut consumed = Vec::new();
+        for i in (0..msgs.len()).rev() {
+            match msgs[i].kind {
+                Kind::Ai if msgs[i].has_text => seen_text = true,
+                Kind::Tool if seen_text => consumed.push(i),
+                _ => {}
+            }
+        }
+        if consumed.is_empty() {
+            return 0;
+        }
+        consumed.reverse();
+        let total_chars = if raw_budget > 0.0 {
+            raw_budget * 4.0
+        } else {
+            0.0
+        };
+        let count = consumed.len();
+        let mut masked = 0;
+        for (c, &i) in consumed.iter().enumerate() {
+            let max = if total_chars > 0.0 {
+                let position = if count > 1 {
+                    c as f64 / (count - 1) as f64
+                } else {
+                    1.0
+                };
+                let weight = 0.2 + 0.8 * position;
+                let total_weight = if count > 1 { 0.6 * count as f64 } else { 1.0 };
+                let share = weight / total_weight * total_chars;
+                (MASKED_RESULT_MAX_CHARS as f64).max(share.floor()) as u64
+            } else {
+                MASKED_RESULT_MAX_CHARS
+            };
+            if let Some(t) = truncate_result(self.text(msgs, i), max) {
+                self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.content[i] = Some(t);
+                masked += 1;
+            }
+        }
+        masked
+    }
+
+    /// `preFlightTruncateToolResults` + `preFlightTruncateToolCallInputs` with `base` tokens.
+    fn preflight(&mut self, msgs: &[Lc<'_>], base: i64, rc: &dyn Recount) -> usize {
+        let (counts, texts, changed) =
+            preflight_on(msgs, &self.map_counts(), &self.content, base, rc);
+        for i in changed.iter().copied() {
+            self.map[i] = Some(counts[i]);
+            self.content[i] = texts[i].clone();
+        }
+        changed.len()
+    }
+
+    fn map_counts(&self) -> Vec<u64> {
+        self.map.iter().map(|t| t.unwrap_or(0)).collect()
+    }
+
+    /// Fallback fading: the pre-flight truncation on a copy (the closure keeps its counts).
+    fn faded(
+        &self,
+        msgs: &[Lc<'_>],
+        base: i64,
+        rc: &dyn Recount,
+    ) -> (Vec<u64>, Vec<Option<String>>) {
+        let (counts, texts, _) = preflight_on(msgs, &self.map_counts(), &self.content, base, rc);
+        (counts, texts)
+    }
+
+    /// `applyContextPruning` (contextPruning.ts).
+    fn context_pruning(&mut self, msgs: &[Lc<'_>], p: &ContextPruning, rc: &dyn Recount) -> usize {
+        let n = msgs.len();
+        if !p.enabled || n == 0 {
+            return 0;
+        }
+        let mut protected = vec![false; n];
+        if msgs[0].kind == Kind::System {
+            protected[0] = true;
+        }
+        for i in 0..n {
+            if msgs[i].kind == Kind::Human {
+                break;
+            }
+            protected[i] = true;
+        }
+        let mut turns = 0u64;
+        let mut in_turn = false;
+        for i in (0..n).rev() {
+            if matches!(msgs[i].kind, Kind::Ai | Kind::Tool) {
+                protected[i] = true;
+                in_turn = true;
+            } else {
+                if in_turn {
+                    turns += 1;
+                    in_turn = false;
+                    if turns >= p.keep_last_assistants {
+                        break;
+                    }
+                }
+                if turns < p.keep_last_assistants {
+                    protected[i] = true;
+                }
+            }
+        }
+        let mut changed = 0;
+        for i in 0..n {
+            if msgs[i].kind != Kind::Tool || protected[i] {
+                continue;
+            }
+            let text = self.text(msgs, i);
+            let len = text.chars().count() as u64;
+            if len < p.min_prunable_tool_chars {
+                continue;
+            }
+            let age = (n - i) as f64 / n as f64;
+            let new = if age >= p.hard_clear_ratio && p.hard_clear_enabled {
+                Some(p.hard_clear_placeholder.clone())
+            } else if age >= p.soft_trim_ratio && len > p.soft_trim_max_chars {
+                Some(soft_trim(
+                    text,
+                    p.soft_trim_head_chars,
+                    p.soft_trim_tail_chars,
+                ))
+            } else {
+                None
+            };
+            if let Some(t) = new {
+                self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.content[i] = Some(t);
+                changed += 1;
+            }
+        }
+        changed
+    }
+}
+
+/// The AI message's text with each tool call's arguments replaced by `truncateToolInput`'s
+/// `{ _truncated, _originalChars }` where they exceed `cap`. `None` when none does.
+fn truncate_inputs(m: &Lc<'_>, text: &str, cap: u64) -> Option<String> {
+    let mut out = text.to_string();
+    let mut changed = false;
+    for &(_, args) in &m.calls {
+        if args.is_empty() || !out.contains(args) {
+            continue;
+        }
+        if let Some(t) = truncate_input(args, cap) {
+            let obj = serde_json::json!({
+                "_truncated": t,
+                "_originalChars": args.chars().count(),
+            })
+            .to_string();
+            out = out.replacen(args, &obj, 1);
+            changed = true;
+        }
+    }
+    changed.then_some(out)
+}
+
+/// The pre-flight truncation of results (recency-weighted caps) and tool inputs on given counts
+/// and texts; returns the new ones and the positions changed.
+fn preflight_on(
+    msgs: &[Lc<'_>],
+    counts: &[u64],
+    texts: &[Option<String>],
+    base: i64,
+    rc: &dyn Recount,
+) -> (Vec<u64>, Vec<Option<String>>, Vec<usize>) {
+    let mut counts = counts.to_vec();
+    let mut texts = texts.to_vec();
+    let mut changed = Vec::new();
+    let base_chars = max_tool_result_chars(base) as f64;
+    let tools: Vec<usize> = (0..msgs.len())
+        .filter(|&i| msgs[i].kind == Kind::Tool)
+        .collect();
+    for (t, &i) in tools.iter().enumerate() {
+        let position = if tools.len() > 1 {
+            t as f64 / (tools.len() - 1) as f64
+        } else {
+            1.0
+        };
+        let max = 200f64.max((base_chars * (0.2 + 0.8 * position)).floor()) as u64;
+        let text = texts[i].as_deref().unwrap_or(msgs[i].text);
+        if let Some(new) = truncate_result(text, max) {
+            counts[i] = rc.recount(&msgs[i], &new);
+            texts[i] = Some(new);
+            changed.push(i);
+        }
+    }
+    let input_cap = max_tool_input_chars(base);
+    for i in 0..msgs.len() {
+        if msgs[i].kind != Kind::Ai || msgs[i].calls.is_empty() {
+            continue;
+        }
+        let text = texts[i].as_deref().unwrap_or(msgs[i].text);
+        if let Some(new) = truncate_inputs(&msgs[i], text, input_cap) {
+            counts[i] = rc.recount(&msgs[i], &new);
+            texts[i] = Some(new);
+            changed.push(i);
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    (counts, texts, changed)
+}
+
+/// What `getMessagesWithinTokenLimit` keeps (positions, in order), how many it leaves to refine,
+/// and the tokens left.
+struct Fit {
+    context: Vec<usize>,
+    refine: usize,
+    remaining: f64,
+}
+
+/// `getMessagesWithinTokenLimit` (without LibreChat's thinking-block handling: the host's
+/// messages carry no signed thinking blocks to re-attach).
+fn within_limit(msgs: &[Lc<'_>], counts: &[u64], max_context: f64, instruction_tokens: f64) -> Fit {
+    let n = msgs.len();
+    let system = n > 0 && msgs[0].kind == Kind::System;
+    let instructions = if system {
+        counts[0] as f64
+    } else {
+        instruction_tokens
+    };
+    let initial = max_context - instructions;
+    let mut used = 3f64;
+    let end = usize::from(system);
+    // `messages` still holds `left`; `kept` were pushed to the context (newest first: position
+    // n - 1 - k); `failed`: the one popped that did not fit (it leads messagesToRefine).
+    let mut left = n;
+    let mut kept = 0usize;
+    let mut failed = 0usize;
+    if used < initial {
+        let mut i = n;
+        while left > 0 && used < initial && i > end {
+            i -= 1;
+            if left == 1 && system {
+                break;
+            }
+            left -= 1;
+            let t = counts[i] as f64;
+            if used + t <= initial {
+                kept += 1;
+                used += t;
+            } else {
+                failed = 1;
+                break;
+            }
+        }
+        // A kept part starting with a tool result starts at its first AI or human message; the
+        // results skipped are neither kept nor refined.
+        if kept > 0 && msgs[n - kept].kind == Kind::Tool {
+            let mut skipped = 0f64;
+            for k in (0..kept).rev() {
+                let pos = n - 1 - k;
+                if matches!(msgs[pos].kind, Kind::Ai | Kind::Human) {
+                    used -= skipped;
+                    kept = k + 1;
+                    break;
+                }
+                skipped += counts[pos] as f64;
+            }
+        }
+    }
+    let first_kept = n - kept;
+    let refine = left - usize::from(system && left > 0) + failed;
+    let mut context: Vec<usize> = Vec::with_capacity(kept + 1);
+    if system {
+        context.push(0);
+    }
+    context.extend(first_kept..n);
+    Fit {
+        context,
+        refine,
+        remaining: initial - used,
+    }
+}
+
+/// `repairOrphanedToolMessages`: a tool result whose call is not in the context is dropped (its
+/// tokens reclaimed, it joins messagesToRefine); an AI message whose calls lost their results
+/// is stripped of them, or dropped when nothing else is left. Returns the context (position,
+/// text sent when not the original), the tokens reclaimed and how many were dropped.
+fn repair_orphans(
+    msgs: &[Lc<'_>],
+    counts: &[u64],
+    texts: &[Option<String>],
+    context: &[usize],
+    rc: &dyn Recount,
+) -> (Vec<(usize, Option<String>)>, f64, usize) {
+    let mut calls = std::collections::HashSet::new();
+    let mut results = std::collections::HashSet::new();
+    for &i in context {
+        for &(id, _) in &msgs[i].calls {
+            if !id.is_empty() {
+                calls.insert(id);
+            }
+        }
+        if let Some(r) = msgs[i].result_of.filter(|r| !r.is_empty()) {
+            results.insert(r);
+        }
+    }
+    let mut out = Vec::with_capacity(context.len());
+    let mut reclaimed = 0f64;
+    let mut dropped = 0;
+    for &i in context {
+        let m = &msgs[i];
+        let text = texts[i].clone();
+        match m.kind {
+            Kind::Tool => {
+                if !m.result_of.is_some_and(|r| calls.contains(r)) {
+                    dropped += 1;
+                    reclaimed += counts[i] as f64;
+                    continue;
+                }
+            }
+            Kind::Ai if !m.calls.is_empty() => {
+                if m.calls.iter().any(|(id, _)| !results.contains(id)) {
+                    // Strip the unanswered calls: what is left is the text and the answered
+                    // calls' arguments.
+                    let cur = text.as_deref().unwrap_or(m.text);
+                    let mut stripped = cur.to_string();
+                    for &(id, args) in &m.calls {
+                        if !results.contains(id) && !args.is_empty() {
+                            stripped = stripped.replacen(args, "", 1);
+                        }
+                    }
+                    let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(id));
+                    if !left {
+                        dropped += 1;
+                        reclaimed += counts[i] as f64;
+                        continue;
+                    }
+                    let t = rc.recount(m, stripped.trim_end_matches('\n'));
+                    reclaimed += counts[i] as f64 - t as f64;
+                    out.push((i, Some(stripped.trim_end_matches('\n').to_string())));
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push((i, text));
+    }
+    (out, reclaimed, dropped)
+}
