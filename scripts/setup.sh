@@ -11,7 +11,7 @@ for p in gcc make pkg-config; do have_pkg "$p" || need_apt+=("$p"); done
 # The desktop app (Tauri 2 on WebKitGTK), and its end-to-end tests: a virtual display,
 # WebKit's WebDriver, Node for the UI build and tests, python3 for the e2e script's free ports.
 for p in libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev \
-  libxdo-dev xvfb xauth webkit2gtk-driver python3; do
+  libxdo-dev xvfb xauth webkit2gtk-driver python3 python3-pip; do
   have_pkg "$p" || need_apt+=("$p")
 done
 { command -v node >/dev/null && command -v npm >/dev/null; } || need_apt+=(nodejs npm)
@@ -24,6 +24,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust with rustup first" >&2; exit 1; }
+
+# python-dotenv (FIM One reads its .env with it; pyproject pins >=1.0): the fim-one plugin's
+# tests parse its exported .env with the real loader. Into target/pydeps, not the system Python.
+pydeps="$(cd "$(dirname "$0")/.." && pwd)/target/pydeps"
+if ! PYTHONPATH="$pydeps" python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('python-dotenv') != '1.2.2')" 2>/dev/null; then
+  echo "setup: python-dotenv 1.2.2 into target/pydeps"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    --target "$pydeps" python-dotenv==1.2.2
+fi
 
 # tauri-driver bridges WebDriver to WebKitWebDriver for the app's end-to-end tests.
 command -v tauri-driver >/dev/null || {

@@ -368,6 +368,7 @@ unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
         OP_OFFLOAD => OpKind::Offload { stub: text },
         OP_PIN => OpKind::Pin,
         OP_UNPIN => OpKind::Unpin,
+        OP_ALLOW_SPLIT => OpKind::AllowSplit,
         other => {
             c.d.malformed.push(format!("unknown op kind {other}"));
             return;

@@ -494,6 +494,23 @@ fn splitting_a_tool_pair_is_rejected() {
     );
 }
 
+/// ABI 1.2: a strategy modelling a system that keeps orphan tool results (FIM One) announces the
+/// split with an AllowSplit op; the host applies it and counts the separated pair.
+#[test]
+fn an_allowed_split_is_applied_and_counted() {
+    let s = Builder::session(4, 10);
+    let entry = fixture("ctxlab_fixture_split_pair", "fixture.split-pair");
+    let run = replay::run(&s, plugin(entry, json!({"allow": true})), &opts()).unwrap();
+    assert_eq!(run.samples.len(), s.calls.len());
+    assert!(
+        run.metrics.split_tool_pairs >= 1,
+        "{:?}",
+        run.metrics.split_tool_pairs
+    );
+    let none = replay::run(&s, StrategySpec::None, &opts()).unwrap();
+    assert_eq!(none.metrics.split_tool_pairs, 0);
+}
+
 #[test]
 fn usage_only_sessions_are_refused_with_a_reason() {
     let mut s = Builder::session(1, 10);

@@ -454,6 +454,9 @@ impl<'s, 'o> Engine<'s, 'o> {
         // Persistent edits: pins/unpins first (positions unchanged), then content edits from the
         // last to the first so earlier positions stay valid.
         let context_before = fit.predict(total);
+        // Pairs a strategy separated on purpose (AllowSplit): measured like a recorded
+        // compaction's, so the metric says what the modelled system sends.
+        self.tally.violations(0, plan.split_pairs);
         let persistent: Vec<&validate::Planned> = plan
             .edits
             .iter()
@@ -493,7 +496,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                 OpKind::Offload { .. } => {
                     (CompactionKind::Offload, Replacement::Texts(p.texts.clone()))
                 }
-                OpKind::Pin | OpKind::Unpin => continue,
+                OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => continue,
             };
             ctx.apply(
                 p.op.start,

@@ -34,6 +34,8 @@ pub(crate) struct Planned {
 pub(crate) struct Plan {
     pub edits: Vec<Planned>,
     pub flags: Vec<Op>,
+    /// Tool pairs the decision's removals separate, as an `AllowSplit` op let them.
+    pub split_pairs: u64,
 }
 
 impl Plan {
@@ -61,6 +63,7 @@ fn kind_name(k: &OpKind) -> &'static str {
         OpKind::Offload { .. } => "offload",
         OpKind::Pin => "pin",
         OpKind::Unpin => "unpin",
+        OpKind::AllowSplit => "allow_split",
     }
 }
 
@@ -114,6 +117,7 @@ pub(crate) fn check(
     let len = ctx.len();
     let mut plan = Plan::default();
     let mut unpinned: Vec<(usize, usize)> = Vec::new();
+    let mut split_allowed: Vec<(usize, usize)> = Vec::new();
     let mut last_end = 0usize;
     // The ops move into the plan (no copy of their texts).
     let ops = std::mem::take(&mut d.ops);
@@ -130,6 +134,10 @@ pub(crate) fn check(
                 "{}: range ends past the context, which holds {len} messages",
                 what()
             ));
+        }
+        if op.kind == OpKind::AllowSplit {
+            split_allowed.push((op.start, op.end));
+            continue;
         }
         if matches!(op.kind, OpKind::Pin | OpKind::Unpin) {
             if op.kind == OpKind::Unpin {
@@ -169,13 +177,21 @@ pub(crate) fn check(
             summarizer_input: 0,
             texts: Vec::new(),
         };
+        let removal = matches!(op.kind, OpKind::Drop | OpKind::Summarize { .. });
+        if removal
+            && split_allowed
+                .iter()
+                .any(|&(s, e)| s <= op.start && op.end <= e)
+        {
+            plan.split_pairs += ctx.split_pairs_in(op.start, op.end);
+        } else if removal && ctx.splits_pair(op.start, op.end) {
+            return Err(format!(
+                "{}: separates a tool call from its result (both must go or stay together; an \
+                 allow_split op before it lets a strategy that keeps orphans do so)",
+                what()
+            ));
+        }
         match &op.kind {
-            OpKind::Drop | OpKind::Summarize { .. } if ctx.splits_pair(op.start, op.end) => {
-                return Err(format!(
-                    "{}: separates a tool call from its result (both must go or stay together)",
-                    what()
-                ));
-            }
             OpKind::Drop => {}
             OpKind::Summarize {
                 max_tokens,
@@ -227,7 +243,7 @@ pub(crate) fn check(
                     }));
                 }
             }
-            OpKind::Pin | OpKind::Unpin => unreachable!("handled above"),
+            OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => unreachable!("handled above"),
         }
         if !p.texts.is_empty() {
             p.after = p.texts.iter().map(|t| t.1).sum();

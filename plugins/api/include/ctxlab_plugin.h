@@ -13,9 +13,11 @@
  *
  * STABILITY RULES
  *   - ABI major: bumped only when existing plugins would break. The host refuses any other major.
- *   - ABI minor: bumped when fields are appended to ctxlab_plugin_table. Fields are never removed
- *     or reordered. Set `size` to sizeof(ctxlab_plugin_table) as you compiled it: the host reads
- *     the header (abi_major, abi_minor, size) first and refuses a table shorter than it needs.
+ *   - ABI minor: bumped when fields are appended (to ctxlab_plugin_table, to the sink) or a
+ *     constant (op kind, flag) is added. Fields are never removed or reordered. 1.1 added the
+ *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT. Set `size` to sizeof(ctxlab_plugin_table) as
+ *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
+ *     a table shorter than it needs.
  *
  * MEMORY RULES (nothing allocated on one side is freed on the other)
  *   - Strings are UTF-8, passed as pointer + length (ctxlab_str), never NUL-terminated by
@@ -43,7 +45,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 1u
+#define CTXLAB_ABI_MINOR 2u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -144,6 +146,10 @@ typedef struct ctxlab_call {
 #define CTXLAB_OP_OFFLOAD 4u   /* move the content out; the stub `text` stays */
 #define CTXLAB_OP_PIN 5u
 #define CTXLAB_OP_UNPIN 6u
+/* ABI 1.2: the drops and summaries that follow inside [start, end) may separate a tool call from
+ * its result (a modelled system that keeps orphan results); each separated pair is counted in the
+ * run's split tool pairs. Changes nothing itself. */
+#define CTXLAB_OP_ALLOW_SPLIT 7u
 
 /* Op scopes. */
 #define CTXLAB_SCOPE_PERSISTENT 0u /* the history changes for every later call (a compaction) */

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 1;
+pub const ABI_MINOR: u32 = 2;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -179,6 +179,9 @@ pub const OP_MASK: u32 = 3;
 pub const OP_OFFLOAD: u32 = 4;
 pub const OP_PIN: u32 = 5;
 pub const OP_UNPIN: u32 = 6;
+/// ABI 1.2: the removals of the decision inside the range may separate tool calls from their
+/// results (counted as split pairs); a 1.0 host refuses the op as unknown.
+pub const OP_ALLOW_SPLIT: u32 = 7;
 
 /// The op changes the agent's history for every later call (a compaction).
 pub const SCOPE_PERSISTENT: u32 = 0;

@@ -205,6 +205,7 @@ unsafe fn sink_op(sink: &Sink, op: &Op) {
         }
         OpKind::Pin => raw.kind = OP_PIN,
         OpKind::Unpin => raw.kind = OP_UNPIN,
+        OpKind::AllowSplit => raw.kind = OP_ALLOW_SPLIT,
     }
     (sink.push_op)(sink.ctx, &raw);
 }

@@ -278,6 +278,11 @@ pub enum OpKind {
     },
     Pin,
     Unpin,
+    /// ABI 1.2. The removals (drop, summarize) of this decision inside the range may separate a
+    /// tool call from its result, as a modelled system that keeps orphan results does (FIM One's
+    /// smart_truncate and llm_compact); the host accepts them and counts every pair they separate
+    /// in the run's split tool pairs. Must precede the removals it covers; changes nothing itself.
+    AllowSplit,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 
 use crate::estimate::{text_tokens, MESSAGE_OVERHEAD};
 use ctxlab_plugin_api::{fmt_tokens, Event, EventKind, Msg, Role};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// The prefix FIM One gives its summary message: `[Conversation summary]: {summary}`.
 pub const SUMMARY_PREFIX: &str = "[Conversation summary]:";
@@ -23,32 +23,10 @@ pub struct Entry<'a> {
     pub msg: Option<Msg<'a>>,
     pub role: Role,
     pub pinned: bool,
-    /// The current user query: the one pinned message the pinned cap never releases.
-    pub query: bool,
     /// FIM One's estimate, after this call's masks and truncations.
     pub est: u64,
     /// Sort key: the view order, with a summary just before the messages it precedes.
     pub order: u64,
-}
-
-impl Entry<'_> {
-    fn is_view_summary(&self) -> bool {
-        matches!(self.src, Src::View(_)) && self.msg.is_some_and(|m| m.is_summary())
-    }
-    fn call_ids(&self) -> impl Iterator<Item = &str> + '_ {
-        self.msg
-            .into_iter()
-            .flat_map(|m| m.tools())
-            .filter(|t| !t.is_result())
-            .map(|t| t.id())
-    }
-    fn result_ids(&self) -> impl Iterator<Item = &str> + '_ {
-        self.msg
-            .into_iter()
-            .flat_map(|m| m.tools())
-            .filter(|t| t.is_result())
-            .map(|t| t.id())
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,11 +107,12 @@ impl Outcome {
         self.removed.push((e.src, how));
     }
 
-    /// `CompactUtils.smart_truncate`: pinned messages stay; walking backwards, the newest
-    /// non-pinned messages are kept while they fit; the kept list never starts with an assistant
-    /// message. Kept in place (FIM One moves pinned messages to the front; a replay cannot
-    /// reorder), so "starts with" is the first kept message in order. Tool results whose call
-    /// was dropped go too: the host never sends a result without its call.
+    /// `CompactUtils.smart_truncate` (compact.py): when the estimate is over `max_tokens`, the
+    /// pinned messages are kept and their cost deducted; walking the others from the newest,
+    /// each is kept while it fits and the walk stops at the first that does not; the result is
+    /// `pinned + recent`, from which leading assistant messages are popped. Tool results whose
+    /// call is gone stay (FIM One looks at roles only). The replay keeps the survivors in place
+    /// (the host does not reorder), so "leading" is taken in FIM One's order: pinned first.
     pub fn smart_truncate<'a>(
         &mut self,
         entries: Vec<Entry<'a>>,
@@ -156,31 +135,15 @@ impl Outcome {
             keep[i] = true;
             avail -= e.est as i64;
         }
-        loop {
-            let mut changed = false;
-            let dropped_calls: HashSet<&str> = entries
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| !**k)
-                .flat_map(|(e, _)| e.call_ids())
-                .collect();
-            if !dropped_calls.is_empty() {
-                for (i, e) in entries.iter().enumerate() {
-                    if keep[i] && !e.pinned && e.result_ids().any(|id| dropped_calls.contains(id)) {
-                        keep[i] = false;
-                        changed = true;
-                    }
-                }
-            }
-            if let Some(i) = keep.iter().position(|k| *k) {
-                if !entries[i].pinned && entries[i].role == Role::Assistant {
-                    keep[i] = false;
-                    changed = true;
-                }
-            }
-            if !changed {
+        // result = pinned + recent; `while result[0].role == "assistant": result.pop(0)`.
+        let order = (0..entries.len())
+            .filter(|&i| entries[i].pinned)
+            .chain((0..entries.len()).filter(|&i| !entries[i].pinned && keep[i]));
+        for i in order.collect::<Vec<_>>() {
+            if entries[i].role != Role::Assistant {
                 break;
             }
+            keep[i] = false;
         }
         let mut kept = Vec::with_capacity(entries.len());
         let mut dropped = 0usize;
@@ -212,9 +175,12 @@ impl Outcome {
         kept
     }
 
-    /// `llm_compact` (DbMemory) / `_llm_compact_with_hint` (ContextGuard): system and pinned
-    /// messages stay, the `keep_recent` newest compactable ones stay verbatim, the rest becomes
-    /// one `[Conversation summary]` system message; still over budget → smart_truncate.
+    /// `CompactUtils.llm_compact` (DbMemory) / `ContextGuard._llm_compact_with_hint`: system
+    /// and pinned messages stay; `compactable` = the others, in order; at most `keep_recent` of
+    /// them → smart_truncate; otherwise (ContextGuard only) the pinned cap, then the plain slice
+    /// `compactable[:-keep_recent]` becomes one `[Conversation summary]` system message and
+    /// `compactable[-keep_recent:]` stays verbatim, whatever tool pairs the slice cuts; still over
+    /// budget → smart_truncate on the result. A failed compaction LLM → smart_truncate.
     pub fn llm_compact<'a>(
         &mut self,
         mut entries: Vec<Entry<'a>>,
@@ -224,13 +190,8 @@ impl Outcome {
         if before <= s.budget {
             return entries;
         }
-        // DbMemory's history holds no system messages of its own: earlier summaries stand for the
-        // user and assistant messages they replaced, which FIM One would reload and summarize.
-        let is_system = |e: &Entry<'_>| {
-            e.role == Role::System && !(s.caller == Caller::DbMemory && e.is_view_summary())
-        };
-        let compactable: Vec<usize> = (0..entries.len())
-            .filter(|&i| !is_system(&entries[i]) && !entries[i].pinned)
+        let mut compactable: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].role != Role::System && !entries[i].pinned)
             .collect();
         if compactable.len() <= s.keep_recent {
             self.events.push(event(
@@ -246,30 +207,26 @@ impl Outcome {
             ));
             return self.smart_truncate(entries, s);
         }
-        // The newest keep_recent stay; the split moves back so that no kept tool result loses
-        // its call to the summary.
-        let mut k = compactable.len() - s.keep_recent;
-        let call_at: HashMap<&str, usize> = compactable
-            .iter()
-            .enumerate()
-            .flat_map(|(ci, &i)| entries[i].call_ids().map(move |id| (id, ci)))
-            .collect();
-        loop {
-            let earliest = compactable[k..]
-                .iter()
-                .flat_map(|&i| entries[i].result_ids())
-                .filter_map(|id| call_at.get(id).copied())
-                .min();
-            match earliest {
-                Some(c) if c < k => k = c,
-                _ => break,
-            }
-        }
-        let mut old: Vec<usize> = compactable[..k].to_vec();
         if s.caller == Caller::Guard {
-            self.pinned_cap(&mut entries, &mut old, s);
+            self.pinned_cap(&mut entries, &mut compactable, s);
         }
+        // Python's `compactable[:-0]` is empty: with keep_recent 0 nothing is summarized.
+        let split = if s.keep_recent == 0 {
+            0
+        } else {
+            compactable.len().saturating_sub(s.keep_recent)
+        };
+        let (old, recent) = compactable.split_at(split);
         if old.is_empty() {
+            self.events.push(event(
+                EventKind::Note,
+                format!("{}.llm_compact", s.caller.code()),
+                "keep_recent 0: compactable[:-0] is empty, the compaction LLM is sent no history \
+                 (its summary of nothing is not modelled); smart_truncate"
+                    .to_string(),
+                before,
+                before,
+            ));
             return self.smart_truncate(entries, s);
         }
         if s.fails {
@@ -292,15 +249,13 @@ impl Outcome {
             tokens,
             alive: true,
         });
-        let first_recent = compactable[k.min(compactable.len() - 1)];
         let summary = Entry {
             src: Src::Summary(k_sum),
             msg: None,
             role: Role::System,
             pinned: false,
-            query: false,
             est: MESSAGE_OVERHEAD + text_tokens(SUMMARY_PREFIX) + 1 + tokens,
-            order: entries[first_recent].order - 1,
+            order: recent.iter().map(|&i| entries[i].order).min().unwrap_or(0) - 1,
         };
         let old_set: HashSet<usize> = old.iter().copied().collect();
         let mut compacted = Vec::with_capacity(entries.len() - old.len() + 1);
@@ -308,12 +263,11 @@ impl Outcome {
             if old_set.contains(&i) {
                 self.remove(&e, Removal::Absorbed(k_sum));
             } else {
-                if i == first_recent {
-                    compacted.push(summary);
-                }
                 compacted.push(e);
             }
         }
+        compacted.push(summary);
+        compacted.sort_by_key(|e| e.order);
         let after = s.overhead + sum(&compacted);
         let what = match s.caller {
             Caller::Guard => format!(
@@ -345,9 +299,16 @@ impl Outcome {
         compacted
     }
 
-    /// Pinned messages over half the budget: all but the current query are released into the
-    /// oldest part of the compactable pool (FIM One prepends them there, so they are summarized).
-    fn pinned_cap(&mut self, entries: &mut [Entry<'_>], old: &mut Vec<usize>, s: &Settings<'_>) {
+    /// The pinned cap of `_llm_compact_with_hint`: pinned (non-system) messages over half the
+    /// budget, and more than one → all but the **last** pinned message are unpinned and put in
+    /// front of the compactable pool (`compactable = overflow + compactable`), so the slice
+    /// summarizes them first.
+    fn pinned_cap(
+        &mut self,
+        entries: &mut [Entry<'_>],
+        compactable: &mut Vec<usize>,
+        s: &Settings<'_>,
+    ) {
         let pinned: Vec<usize> = (0..entries.len())
             .filter(|&i| entries[i].pinned && entries[i].role != Role::System)
             .collect();
@@ -355,39 +316,47 @@ impl Outcome {
         if pinned.len() <= 1 || pinned_tokens * 2 <= s.budget {
             return;
         }
-        // FIM One keeps the last pinned message, which it calls the current query; in a replay
-        // the query is flagged, and injected messages after it are the ones released.
-        let keep = pinned
-            .iter()
-            .copied()
-            .find(|&i| entries[i].query)
-            .or(pinned.last().copied());
-        let mut released = Vec::new();
-        for &i in &pinned {
-            if Some(i) != keep {
-                entries[i].pinned = false;
-                if let Src::View(p) = entries[i].src {
-                    self.unpinned.push(p);
-                }
-                released.push(i);
+        let overflow = &pinned[..pinned.len() - 1];
+        for &i in overflow {
+            entries[i].pinned = false;
+            if let Src::View(p) = entries[i].src {
+                self.unpinned.push(p);
             }
         }
+        let released: u64 = overflow.iter().map(|&i| entries[i].est).sum();
+        // FIM One's log line computes `pinned_tokens / budget * 0.5 * 100` (half the share).
         self.events.push(event(
             EventKind::Warn,
             "context_guard.pinned_cap".to_string(),
             format!(
-                "pinned messages consume {} tokens ({}% of budget {}) — unpinning {} oldest \
-                 inject messages, keeping the current query",
-                fmt_tokens(pinned_tokens),
-                pinned_tokens * 100 / s.budget.max(1),
-                fmt_tokens(s.budget),
-                released.len()
+                "ContextGuard: pinned messages consume {} tokens ({:.0}% of budget {}) — \
+                 unpinning oldest inject messages: {} released, the last pinned message kept",
+                pinned_tokens,
+                pinned_tokens as f64 / s.budget.max(1) as f64 * 0.5 * 100.0,
+                s.budget,
+                overflow.len()
             ),
             pinned_tokens,
-            pinned_tokens - released.iter().map(|&i| entries[i].est).sum::<u64>(),
+            pinned_tokens - released,
         ));
-        let mut all: Vec<usize> = released.into_iter().chain(old.iter().copied()).collect();
-        all.sort_unstable();
-        *old = all;
+        let mut all = overflow.to_vec();
+        all.extend_from_slice(compactable);
+        *compactable = all;
+    }
+
+    /// DbMemory's summary is a system message, and the ReAct loop appends only the non-system
+    /// messages of the loaded history (`react.py`, `if msg.role != "system"`): the summaries this
+    /// load wrote never reach the agent; the messages they replaced are simply gone.
+    pub fn drop_new_summaries<'a>(&mut self, entries: Vec<Entry<'a>>) -> Vec<Entry<'a>> {
+        entries
+            .into_iter()
+            .filter(|e| match e.src {
+                Src::Summary(k) => {
+                    self.summaries[k].alive = false;
+                    false
+                }
+                Src::View(_) => true,
+            })
+            .collect()
     }
 }

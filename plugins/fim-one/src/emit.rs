@@ -1,11 +1,12 @@
 //! Turns a call's plan (per-position edits and removals) into ops the host accepts: ranges in
-//! order, never splitting a tool call from its result, pinned messages unpinned before they are
-//! touched.
+//! order, pinned messages unpinned before they are touched. FIM One's compaction keeps tool
+//! results whose call it removed (`CompactUtils.smart_truncate` and the plain
+//! `compactable[:-keep_recent]` slice of `llm_compact` look at roles, not at tool pairs), so the
+//! removals are preceded by an `AllowSplit` op (ABI 1.2) and the host counts the pairs they split.
 
 use crate::compact::{Removal, SummaryPlan, SUMMARY_PREFIX};
 use crate::estimate::text_tokens;
-use ctxlab_plugin_api::pairs::Cuts;
-use ctxlab_plugin_api::{fmt_tokens, Call, Decision, EventKind, OpKind, Role, Scope};
+use ctxlab_plugin_api::{Call, Decision, OpKind, Role, Scope};
 use std::collections::BTreeMap;
 
 /// What happens to one message of the view at this call.
@@ -64,22 +65,24 @@ fn runs(plan: &Plan, summaries: &[SummaryPlan]) -> Vec<(usize, usize, Kind)> {
     out
 }
 
-/// Writes the plan as ops. `pairs_from`: the first position whose tool pairs must be checked
-/// (0 after a full compaction; the reloaded region's start otherwise).
+/// Writes the plan as ops.
 pub fn emit(
     call: &Call<'_>,
     plan: &mut Plan,
     summaries: &[SummaryPlan],
-    pairs_from: usize,
     texts: &Texts<'_>,
     out: &mut Decision,
 ) -> Result<(), String> {
     let ranges = if plan.removes_any() {
-        safe_ranges(call, plan, summaries, pairs_from, out)
+        removal_ranges(call, plan, summaries)
     } else {
         Vec::new()
     };
     let mut ops = 0usize;
+    if let (Some(first), Some(last)) = (ranges.first(), ranges.last()) {
+        out.op(OpKind::AllowSplit, Scope::Persistent, first.0..last.1);
+        ops += 1;
+    }
     let mut ri = 0usize;
     let positions: Vec<usize> = plan
         .edits
@@ -150,16 +153,12 @@ pub fn emit(
     Ok(())
 }
 
-/// The removal ranges as ops, each shrunk to pair-safe ends (what a shrink leaves out stays in
-/// the context), with the summary of each compaction placed on one of its ranges.
-fn safe_ranges(
+/// The removal ranges as ops, with the summary of each compaction placed on one of its ranges.
+fn removal_ranges(
     call: &Call<'_>,
-    plan: &mut Plan,
+    plan: &Plan,
     summaries: &[SummaryPlan],
-    pairs_from: usize,
-    out: &mut Decision,
 ) -> Vec<(usize, usize, OpKind)> {
-    let cuts = Cuts::from_position(call, pairs_from);
     let mut rs = runs(plan, summaries);
     // One summary message per compaction: it goes on its last range (next to the recent
     // messages, where FIM One puts it) when that range is large enough to hold it, else on its
@@ -196,17 +195,8 @@ fn safe_ranges(
             _ => merged.push(r),
         }
     }
-    let mut ranges = Vec::new();
-    let mut kept_back = 0usize;
+    let mut ranges = Vec::with_capacity(merged.len());
     for (a, b, kind) in merged {
-        let (sa, sb) = (cuts.at_or_after(a), cuts.at_or_before(b));
-        for p in (a..b).filter(|&p| p < sa || p >= sb) {
-            plan.at(p).removal = None;
-            kept_back += 1;
-        }
-        if sa >= sb {
-            continue;
-        }
         let op = match kind {
             Kind::Drop => OpKind::Drop,
             Kind::Summarize(k) => {
@@ -217,7 +207,7 @@ fn safe_ranges(
                     .map(|(&p, _)| call.msg(p).tokens())
                     .sum();
                 let room = call
-                    .tokens_in(sa..sb)
+                    .tokens_in(a..b)
                     .saturating_sub(text_tokens(SUMMARY_PREFIX) + 8);
                 let max_tokens = summaries[k].tokens.min(room);
                 if max_tokens == 0 {
@@ -232,19 +222,7 @@ fn safe_ranges(
                 }
             }
         };
-        ranges.push((sa, sb, op));
-    }
-    if kept_back > 0 {
-        out.event(
-            EventKind::Note,
-            "ctxlab.pair_safety",
-            format!(
-                "{} messages kept that the compaction would have removed: removing them would \
-                 split a tool call from its result ({} ranges)",
-                fmt_tokens(kept_back as u64),
-                ranges.len()
-            ),
-        );
+        ranges.push((a, b, op));
     }
     ranges
 }

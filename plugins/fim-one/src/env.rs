@@ -10,6 +10,18 @@ use serde_json::{Map, Value};
 pub const FORMATS: &[&str] = &["env", "env-full"];
 const CTXLAB_PREFIX: &str = "# ctxlab:";
 
+/// Which setting governs which entry point (chat.py, deps.py, context_guard.py, db.py).
+const ENTRY_POINTS: &str = "\
+# note: the web app's ReAct chat (chat.py) budgets DbMemory and ContextGuard with
+#   max(LLM_CONTEXT_SIZE - LLM_MAX_OUTPUT_TOKENS, 4000) (deps.get_context_budget), unless the
+#   general ModelConfig in Settings > Models sets context_size (its max_output_tokens, else
+#   LLM_MAX_OUTPUT_TOKENS); DAG steps use FAST_LLM_CONTEXT_SIZE / FAST_LLM_MAX_OUTPUT_TOKENS.
+#   CONTEXT_GUARD_DEFAULT_BUDGET is unused there (ContextGuard gets default_budget=<that
+#   budget>); it applies to a ContextGuard built without one (FIM One's core used as a library).
+#   CONTEXT_GUARD_MAX_MSG_CHARS and CONTEXT_GUARD_KEEP_RECENT apply to every ContextGuard;
+#   DbMemory always keeps 4 recent messages.
+";
+
 fn check_format(format: &str) -> Result<bool, String> {
     match format {
         "env" => Ok(false),
@@ -48,15 +60,17 @@ pub fn export(params: &Params, format: &str) -> Result<String, String> {
             out.push_str(&format!("{CTXLAB_PREFIX} {}={}\n", spec.name, render(v)));
         }
     }
-    let usable = params.int(crate::params::CONTEXT_SIZE)
-        - params.int(crate::params::MAX_OUTPUT)
-        - crate::params::SYSTEM_PROMPT_RESERVE as i64;
+    let usable = crate::params::input_budget(
+        params.uint(crate::params::CONTEXT_SIZE),
+        params.uint(crate::params::MAX_OUTPUT),
+    );
     if usable < crate::params::BUDGET_FLOOR as i64 {
         out.push_str(&format!(
-            "# note: LLM_CONTEXT_SIZE - LLM_MAX_OUTPUT_TOKENS - 4000 = {usable}; FIM One clamps \
-             the usable budget to 4000\n"
+            "# note: LLM_CONTEXT_SIZE - LLM_MAX_OUTPUT_TOKENS = {usable}; FIM One clamps the \
+             input budget to 4000\n"
         ));
     }
+    out.push_str(ENTRY_POINTS);
     Ok(out)
 }
 
@@ -184,7 +198,12 @@ mod tests {
         );
         let e = import("env", "\nCONTEXT_GUARD_MAX_MSG_CHARS=5.5\n").unwrap_err();
         assert!(e.starts_with("line 2: CONTEXT_GUARD_MAX_MSG_CHARS"), "{e}");
-        let e = import("env", "CONTEXT_GUARD_KEEP_RECENT=0\n").unwrap_err();
+        assert_eq!(
+            import("env", "CONTEXT_GUARD_KEEP_RECENT=0\n").unwrap(),
+            json!({"CONTEXT_GUARD_KEEP_RECENT": 0}),
+            "FIM One's int() accepts 0"
+        );
+        let e = import("env", "CONTEXT_GUARD_KEEP_RECENT=-1\n").unwrap_err();
         assert!(
             e.contains("CONTEXT_GUARD_KEEP_RECENT") && e.contains("minimum"),
             "{e}"

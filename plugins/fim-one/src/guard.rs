@@ -2,7 +2,7 @@
 //! DbMemory reloads and compacts the earlier history; at every call micro_compact clears old tool
 //! results and ContextGuard enforces the budget.
 
-use crate::compact::{Caller, Entry, Outcome, Settings, Src, SummaryPlan};
+use crate::compact::{Caller, Entry, Outcome, Removal, Settings, Src, SummaryPlan};
 use crate::emit::{emit, Plan, Texts};
 use crate::estimate::{message_tokens, msg_tokens, truncated_tokens};
 use crate::params::{Config, DB_MEMORY_KEEP_RECENT, MAX_MSG_CHARS, TRUNCATED_MARKER};
@@ -63,16 +63,32 @@ fn is_plain_system(m: Msg<'_>) -> bool {
     m.role() == Role::System && !m.is_summary()
 }
 
-/// DbMemory queries the user and assistant rows of the conversation: tool traffic and empty
-/// assistant turns (native function-calling intermediates) do not come back.
-fn reloaded(m: Msg<'_>) -> bool {
+/// `microcompact._is_tool_result`: a tool message, or (JSON mode) a user message whose content
+/// starts with `Observation: `.
+pub fn is_tool_result(m: Msg<'_>) -> bool {
+    m.has_tool_results()
+        || m.role() == Role::Tool
+        || (m.role() == Role::User && m.text().starts_with(OBSERVATION))
+}
+
+/// The ReAct loop's JSON-mode observation prefix (`microcompact.py`).
+pub const OBSERVATION: &str = "Observation: ";
+
+/// What DbMemory's query brings back of an earlier request (`db.py`, `DbMemory.get_messages`):
+/// chat.py persists the user's query and injected messages and one assistant row, the answer,
+/// and rows are rebuilt as role + content only (no tool calls). Tool traffic, JSON-mode
+/// observations and the loop's intermediate assistant turns are not persisted. System messages
+/// are the ReAct loop's own, rebuilt at every request; summaries are system messages too, but no
+/// summary is persisted and the loop drops system messages from the history
+/// (`react.py`, `if msg.role != "system"`), so they do not come back.
+fn persisted(m: Msg<'_>) -> bool {
     match m.role() {
         Role::Tool => false,
-        Role::System => true,
-        Role::User | Role::Assistant => {
-            !(m.has_tool_calls()
-                || m.has_tool_results()
-                || (m.role() == Role::Assistant && m.text().trim().is_empty() && m.images() == 0))
+        Role::System => !m.is_summary(),
+        Role::User => !is_tool_result(m) && !m.has_tool_calls(),
+        Role::Assistant => {
+            !(m.has_tool_calls() || m.has_tool_results())
+                && !(m.text().trim().is_empty() && m.images() == 0)
         }
     }
 }
@@ -104,7 +120,7 @@ impl Strategy for FimOne {
             out.event(
                 EventKind::Warn,
                 "budget.floor",
-                format!("usable budget {} (the 4,000 floor)", budget.why),
+                format!("input budget {} (the 4,000 floor)", budget.why),
             );
         }
         *last_budget = Some(budget.tokens);
@@ -140,7 +156,7 @@ impl Strategy for FimOne {
                 if is_plain_system(m) {
                     st.sys += e;
                 }
-                if m.has_tool_results() && !is_cleared(m, &cleared) {
+                if is_tool_result(m) && !is_cleared(m, &cleared) {
                     st.pending.push_back(m.id());
                 }
             }
@@ -210,7 +226,7 @@ impl Strategy for FimOne {
                 {
                     plan.at(p).pin = Some(true);
                 }
-                if m.has_tool_results() && !is_cleared(m, &cleared) {
+                if is_tool_result(m) && !is_cleared(m, &cleared) {
                     st.pending.push_back(m.id());
                 }
             }
@@ -219,7 +235,6 @@ impl Strategy for FimOne {
         // 3. DbMemory: the history of earlier requests is reloaded (user and assistant messages,
         // unpinned) and compacted to the budget before the first call of the request.
         let mut dropped_est = 0u64;
-        let mut pairs_from = n;
         let mut load_over = false;
         if new_request && r > 0 {
             let mut lo = r;
@@ -230,13 +245,23 @@ impl Strategy for FimOne {
                 }
             }
             let mut not_back = 0u64;
+            // One assistant row per request: its answer, the last assistant message with content.
+            let mut answer: HashMap<u32, usize> = HashMap::new();
+            for p in lo..r {
+                let m = call.msg(p);
+                if m.role() == Role::Assistant && persisted(m) {
+                    answer.insert(m.request(), p);
+                }
+            }
             for p in lo..r {
                 let m = call.msg(p);
                 if m.is_pinned() {
                     plan.at(p).pin = Some(false);
                 }
-                if !reloaded(m) {
-                    plan.at(p).removal = Some(crate::compact::Removal::Drop);
+                let back = persisted(m)
+                    && (m.role() != Role::Assistant || answer.get(&m.request()) == Some(&p));
+                if !back {
+                    plan.at(p).removal = Some(Removal::Drop);
                     dropped_est += est(cache, m);
                     not_back += 1;
                 }
@@ -246,8 +271,9 @@ impl Strategy for FimOne {
                     EventKind::Note,
                     "db_memory.reload",
                     format!(
-                        "DbMemory reloads only user and assistant messages: {} tool messages of \
-                         earlier requests ({} tokens) are not in the history",
+                        "DbMemory reloads the persisted rows (queries, injected messages, one \
+                         answer per request): {} messages of earlier requests ({} tokens: tool \
+                         traffic, intermediate turns, summaries) are not in the history",
                         fmt_tokens(not_back),
                         fmt_tokens(dropped_est)
                     ),
@@ -255,7 +281,6 @@ impl Strategy for FimOne {
                     st.total.saturating_sub(dropped_est),
                 );
             }
-            pairs_from = lo;
             let history = st
                 .total
                 .saturating_sub(est_current + dropped_est + st.sys.saturating_sub(sys_current));
@@ -311,8 +336,9 @@ impl Strategy for FimOne {
         }
 
         // 5. ContextGuard.
-        // FIM One estimates its message list; its 4,000-token reserve stands for the system prompt
-        // and tool schemas, so ctxlab's calibrated overhead is not counted a second time.
+        // FIM One estimates its message list only (its system prompt is a message; tool schemas
+        // are not counted, `deps.py`: "ContextGuard accounts for it dynamically"), so ctxlab's
+        // calibrated overhead, which stands for what a log leaves out, is not added.
         let overhead = 0;
         let mut estimate = overhead + st.total.saturating_sub(dropped_est);
         let mut summaries: Vec<SummaryPlan> = Vec::new();
@@ -327,7 +353,6 @@ impl Strategy for FimOne {
             let (s, after) = ctx.compact(call, cache, &mut plan, out);
             summaries = s;
             estimate = after;
-            pairs_from = 0;
         }
         st.synced_len = if plan.removes_any() { None } else { Some(n) };
         let texts = Texts {
@@ -335,7 +360,7 @@ impl Strategy for FimOne {
             truncate_head: cfg.max_msg_chars,
             truncate_marker: TRUNCATED_MARKER,
         };
-        emit(call, &mut plan, &summaries, pairs_from, &texts, out)?;
+        emit(call, &mut plan, &summaries, &texts, out)?;
         out.gauge("fim_estimate", estimate as f64);
         out.gauge("budget", budget as f64);
         Ok(())
@@ -387,10 +412,6 @@ impl Full<'_> {
                 .and_then(|e| e.pin)
                 .unwrap_or(call.msg(p).is_pinned())
         };
-        // The current query: the newest pinned message that opened a request.
-        let query = (0..call.len())
-            .rev()
-            .find(|&p| call.msg(p).has(FLAG_REQUEST) && pinned_after(p));
         let mut entries: Vec<Entry<'a>> = Vec::with_capacity(call.len());
         for (p, m) in call.messages().enumerate() {
             let edit = plan.edits.get(&p);
@@ -409,7 +430,6 @@ impl Full<'_> {
                 msg: Some(m),
                 role: m.role(),
                 pinned: pinned_after(p),
-                query: Some(p) == query,
                 est: e,
                 order: 2 * p as u64 + 2,
             });
@@ -434,7 +454,8 @@ impl Full<'_> {
             let before: u64 = history.iter().map(|e| e.est).sum();
             let s = settings(Caller::DbMemory, 0, DB_MEMORY_KEEP_RECENT);
             let history = if cfg.compact_llm {
-                oc.llm_compact(history, &s)
+                let h = oc.llm_compact(history, &s);
+                oc.drop_new_summaries(h)
             } else {
                 oc.smart_truncate(history, &s)
             };
@@ -451,7 +472,8 @@ impl Full<'_> {
                     "Earlier context ({} messages) was summarized{}",
                     fmt_tokens(gone as u64),
                     if cfg.compact_llm {
-                        ""
+                        " (the summary is a system message, which the ReAct loop does not \
+                         append: the agent sees only the messages kept verbatim)"
                     } else {
                         " (no compaction LLM: smart_truncate, nothing summarized)"
                     }

@@ -25,8 +25,9 @@ impl StrategyFactory for ContextGuardFactory {
             id: STRATEGY_ID,
             title: "FIM One ContextGuard + DbMemory",
             system: "FIM One",
-            description: "Usable budget = context − output − 4,000. At each new request DbMemory \
-                          reloads the earlier user/assistant history and compacts it to the budget; \
+            description: "Input budget = context − output, at least 4,000. At each new request \
+                          DbMemory reloads the earlier queries and answers and compacts them to the \
+                          budget (its summary is dropped by the ReAct loop); \
                           at every call micro_compact clears all but the 6 newest tool results and \
                           ContextGuard cuts oversized messages, then summarizes (or smart-truncates) \
                           whatever exceeds the budget, keeping pinned and recent messages.",

@@ -7,9 +7,8 @@ use ctxlab_plugin_api::{fmt_tokens, ParamSpec, ParamType, Params};
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// `system_prompt_reserve`: a fixed constant in FIM One, not configurable.
-pub const SYSTEM_PROMPT_RESERVE: u64 = 4_000;
-/// The usable budget never goes below this (FIM One clamps misconfigurations to 4K).
+/// The usable budget never goes below this (`deps._compute_input_budget`:
+/// `max(context_size - max_output, 4_000)`).
 pub const BUDGET_FLOOR: u64 = 4_000;
 /// DbMemory calls `CompactUtils.llm_compact` without `keep_recent`, so its default of 4 applies
 /// whatever CONTEXT_GUARD_KEEP_RECENT says.
@@ -52,7 +51,8 @@ pub fn schema() -> Vec<ParamSpec> {
             ParamType::Int,
             json!(128_000),
             "Context window of the main LLM; the usable input budget is this minus \
-             LLM_MAX_OUTPUT_TOKENS minus the 4,000-token system prompt reserve (at least 4,000).",
+             LLM_MAX_OUTPUT_TOKENS, at least 4,000 (deps.get_context_budget). Governs the web \
+             app's DbMemory and ContextGuard budget when no ModelConfig sets the window.",
         )
         .min(1.0)
         .key(CONTEXT_SIZE),
@@ -68,7 +68,10 @@ pub fn schema() -> Vec<ParamSpec> {
             DEFAULT_BUDGET,
             ParamType::Int,
             json!(32_000),
-            "ContextGuard's budget when it is built without one (budget_source = guard_default).",
+            "ContextGuard's budget when it is built without one (budget_source = guard_default). \
+             Unused by the web app, which always passes the computed budget (chat.py builds \
+             ContextGuard(default_budget=…)); read by ContextGuard() built bare, as an embedding \
+             of FIM One's core library does.",
         )
         .min(1.0)
         .key(DEFAULT_BUDGET),
@@ -85,19 +88,21 @@ pub fn schema() -> Vec<ParamSpec> {
             KEEP_RECENT,
             ParamType::Int,
             json!(4),
-            "Compactable messages ContextGuard's LLM compaction keeps verbatim. At least 1: \
-             FIM One slices compactable[:-keep_recent], which keeps nothing at 0.",
+            "Compactable messages ContextGuard's LLM compaction keeps verbatim (DbMemory always \
+             keeps 4). 0 is accepted as FIM One accepts it: compactable[:-0] is empty, so \
+             nothing is summarized and smart_truncate does the work.",
         )
-        .min(1.0)
+        .min(0.0)
         .key(KEEP_RECENT),
         ParamSpec::new(
             BUDGET_SOURCE,
             ParamType::Enum,
             json!("env"),
-            "Where the budget comes from: env = LLM_CONTEXT_SIZE − LLM_MAX_OUTPUT_TOKENS − 4,000; \
-             model_config = the run's context window and max output (FIM One's per-model \
-             ModelConfig, which wins over the environment); guard_default = \
-             CONTEXT_GUARD_DEFAULT_BUDGET.",
+            "Where the budget comes from: env = max(LLM_CONTEXT_SIZE − LLM_MAX_OUTPUT_TOKENS, \
+             4,000); model_config = the run's context window and max output (FIM One's \
+             per-model ModelConfig, which wins over the environment; without a max output, \
+             LLM_MAX_OUTPUT_TOKENS); guard_default = CONTEXT_GUARD_DEFAULT_BUDGET (a bare \
+             ContextGuard, not the web app).",
         )
         .choices(&["env", "model_config", "guard_default"]),
         ParamSpec::new(
@@ -204,9 +209,10 @@ impl Config {
         }
     }
 
-    /// Layer 5: usable = context − output − 4,000, never below 4,000. With `model_config` the
-    /// run's model wins, as FIM One's per-model ModelConfig wins over the environment; a run
-    /// without a known window falls back to the environment values.
+    /// Layer 5, `deps._compute_input_budget`: usable = context − output, never below 4,000.
+    /// With `model_config` the run's model wins, as FIM One's per-model ModelConfig wins over
+    /// the environment (`_get_context_budget_for_role`: `cfg.max_output_tokens or
+    /// LLM_MAX_OUTPUT_TOKENS`); a run without a known window falls back to the environment.
     pub fn budget(&self, run: BudgetView) -> Budget {
         let (context, output, source) = match self.budget_source {
             BudgetSource::GuardDefault => {
@@ -217,16 +223,20 @@ impl Config {
                 }
             }
             BudgetSource::ModelConfig if run.context_window > 0 => {
-                (run.context_window, run.max_output, "model")
+                let output = if run.max_output > 0 {
+                    run.max_output
+                } else {
+                    self.max_output
+                };
+                (run.context_window, output, "model")
             }
             _ => (self.context_size, self.max_output, "env"),
         };
-        let raw = context as i64 - output as i64 - SYSTEM_PROMPT_RESERVE as i64;
+        let raw = input_budget(context, output);
         let why = format!(
-            "{source} context {} − output {} − reserve {}",
+            "{source} context {} − output {}",
             fmt_tokens(context),
             fmt_tokens(output),
-            fmt_tokens(SYSTEM_PROMPT_RESERVE)
         );
         if raw < BUDGET_FLOOR as i64 {
             Budget {
@@ -244,6 +254,11 @@ impl Config {
     }
 }
 
+/// `context_size - max_output` before the floor (may be negative).
+pub fn input_budget(context: u64, output: u64) -> i64 {
+    context as i64 - output as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,17 +268,30 @@ mod tests {
         Config::from_params(&Params::resolve(&schema(), &v).unwrap())
     }
 
+    /// `deps.get_context_budget` / `_compute_input_budget`: max(context − output, 4,000).
     #[test]
-    fn budget_is_context_minus_output_minus_reserve_with_a_floor() {
+    fn budget_follows_deps_get_context_budget() {
         let run = BudgetView::default();
-        assert_eq!(cfg(json!({})).budget(run).tokens, 60_000);
-        let b = cfg(json!({"LLM_CONTEXT_SIZE": 8000, "LLM_MAX_OUTPUT_TOKENS": 4000})).budget(run);
-        assert_eq!(b.tokens, 4_000);
-        assert_eq!(b.clamped_from, Some(0));
-        let b = cfg(json!({"budget_source": "guard_default"})).budget(run);
-        assert_eq!(b.tokens, 32_000);
+        let b = |v: Value| cfg(v).budget(run);
+        // Defaults 128,000 − 64,000 (no system prompt reserve since 2026-03-23).
+        assert_eq!(b(json!({})).tokens, 64_000);
+        assert_eq!(b(json!({})).clamped_from, None);
+        // Exactly the floor: not clamped.
+        let e = b(json!({"LLM_CONTEXT_SIZE": 8000, "LLM_MAX_OUTPUT_TOKENS": 4000}));
+        assert_eq!((e.tokens, e.clamped_from), (4_000, None));
+        let e = b(json!({"LLM_CONTEXT_SIZE": 70000, "LLM_MAX_OUTPUT_TOKENS": 64000}));
+        assert_eq!((e.tokens, e.clamped_from), (6_000, None));
+        let e = b(json!({"LLM_CONTEXT_SIZE": 60000, "LLM_MAX_OUTPUT_TOKENS": 64000}));
+        assert_eq!((e.tokens, e.clamped_from), (4_000, Some(-4_000)));
+        assert_eq!(
+            b(json!({"budget_source": "guard_default"})).tokens,
+            32_000,
+            "ContextGuard's _DEFAULT_BUDGET"
+        );
     }
 
+    /// `deps._get_context_budget_for_role`: the ModelConfig's window, its max output or else
+    /// LLM_MAX_OUTPUT_TOKENS; no window → the environment.
     #[test]
     fn model_config_uses_the_run_window_and_falls_back_to_env() {
         let c = cfg(json!({"budget_source": "model_config"}));
@@ -272,13 +300,19 @@ mod tests {
             max_output: 8_000,
             reserve: 0,
         };
-        assert_eq!(c.budget(run).tokens, 188_000);
-        assert_eq!(c.budget(BudgetView::default()).tokens, 60_000);
+        assert_eq!(c.budget(run).tokens, 192_000);
+        let no_output = BudgetView {
+            max_output: 0,
+            ..run
+        };
+        assert_eq!(c.budget(no_output).tokens, 136_000);
+        assert_eq!(c.budget(BudgetView::default()).tokens, 64_000);
     }
 
+    /// `ContextGuard._KEEP_RECENT = int(os.getenv(...))`: any int, 0 included.
     #[test]
-    fn keep_recent_zero_is_refused() {
-        let e = Params::resolve(&schema(), &json!({"CONTEXT_GUARD_KEEP_RECENT": 0})).unwrap_err();
-        assert!(e.contains("CONTEXT_GUARD_KEEP_RECENT"), "{e}");
+    fn keep_recent_zero_is_accepted() {
+        let c = cfg(json!({"CONTEXT_GUARD_KEEP_RECENT": 0}));
+        assert_eq!(c.keep_recent, 0);
     }
 }

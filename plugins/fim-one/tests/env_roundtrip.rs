@@ -71,9 +71,17 @@ fn env_writes_only_changed_variables_and_env_full_writes_all() {
     )
     .unwrap();
     let s = f.create(p).unwrap();
-    assert_eq!(
-        s.export("env").unwrap(),
-        "# FIM One context management (written by ctxlab)\nLLM_CONTEXT_SIZE=200000\n# ctxlab: hint=general\n"
+    let env = s.export("env").unwrap();
+    assert!(
+        env.starts_with(
+            "# FIM One context management (written by ctxlab)\nLLM_CONTEXT_SIZE=200000\n# ctxlab: hint=general\n# note: the web app's ReAct chat"
+        ),
+        "{env}"
+    );
+    assert_eq!(env.lines().filter(|l| !l.starts_with('#')).count(), 1);
+    assert!(
+        env.contains("CONTEXT_GUARD_DEFAULT_BUDGET is unused there"),
+        "{env}"
     );
     let full = s.export("env-full").unwrap();
     for key in [
@@ -98,5 +106,20 @@ fn a_budget_below_the_floor_is_exported_with_fim_ones_clamp_noted() {
     )
     .unwrap();
     let text = f.create(p).unwrap().export("env").unwrap();
-    assert!(text.contains("clamps the usable budget to 4000"), "{text}");
+    assert!(
+        text.contains(
+            "LLM_CONTEXT_SIZE - LLM_MAX_OUTPUT_TOKENS = 0; FIM One clamps the input budget to 4000"
+        ),
+        "{text}"
+    );
+    // deps._compute_input_budget: 8000 − 4000 is the floor itself, 70000 − 64000 = 6000.
+    for (ctx, out) in [(8000, 4000), (70000, 64000)] {
+        let p = Params::resolve(
+            &f.info().params,
+            &json!({"LLM_CONTEXT_SIZE": ctx, "LLM_MAX_OUTPUT_TOKENS": out}),
+        )
+        .unwrap();
+        let text = f.create(p).unwrap().export("env").unwrap();
+        assert!(!text.contains("clamps"), "{text}");
+    }
 }

@@ -52,7 +52,10 @@ fn under_budget_only_the_current_query_is_pinned() {
     assert_eq!(d.ops.len(), 1, "{:?}", d.ops);
     assert_eq!((d.ops[0].kind.clone(), d.ops[0].start), (OpKind::Pin, 1));
     let budget = d.gauges.iter().find(|g| g.0 == "budget").unwrap().1;
-    assert_eq!(budget, 60_000.0, "128,000 − 64,000 − 4,000");
+    assert_eq!(
+        budget, 64_000.0,
+        "deps.get_context_budget: 128,000 − 64,000"
+    );
 }
 
 #[test]
@@ -200,31 +203,127 @@ fn without_a_compaction_llm_smart_truncate_never_starts_with_an_assistant_messag
     assert_eq!(after[0].role, Role::User);
 }
 
+/// compact.py `CompactUtils.smart_truncate` looks at roles only: a tool result whose call did
+/// not fit stays (an orphan); the ops say so with AllowSplit and the host counts the split.
 #[test]
-fn smart_truncate_drops_tool_results_whose_call_is_gone() {
+fn smart_truncate_keeps_tool_results_whose_call_is_gone() {
     let mut s = strategy(small_budget(json!({"compact_llm": false})));
     let m = vec![
         TestMsg::user(&text(396)),
-        TestMsg::tool_call("a", "read", &text(396)),
-        TestMsg::tool_result("a", "read", &text(396)),
-        TestMsg::tool_result("a2", "read", &text(2400)),
+        TestMsg::tool_call("a", "read", "{}"),
+        // 4 + 2736/4 = 688: after the three newest (309) it leaves 3, less than the call's cost.
+        TestMsg::tool_result("a", "read", &text(2736)),
+        TestMsg::user(&text(396)),
         TestMsg::user(&text(396)),
         TestMsg::assistant(&text(396)),
     ];
-    // The walk keeps the last three (103 + 103 + 604 = 810) and stops at the result of "a",
-    // whose call is gone; the rest is dropped without splitting the pair.
     let c = call(m);
     let d = run(s.as_mut(), &c);
+    assert_eq!(removed(&d), vec![0, 1], "{:?}", d.ops);
+    assert_eq!(
+        ops_of(&d, |k| *k == OpKind::AllowSplit)
+            .iter()
+            .map(|o| (o.start, o.end))
+            .collect::<Vec<_>>(),
+        vec![(0, 2)]
+    );
+    assert_eq!(host::validate(&c, &d), 1, "one pair split");
     let after = apply(&c, &d);
-    assert!(
-        after.iter().all(|m| m.tools.iter().all(|t| t.id != "a")),
+    assert!(after[0].tools.iter().any(|t| t.id == "a"), "orphan kept");
+}
+
+/// compact.py `CompactUtils.smart_truncate`: `result = pinned + recent`, so with a pinned query
+/// the result starts with it and a recent part that starts with an assistant message is kept.
+#[test]
+fn smart_truncate_puts_pinned_first_so_a_recent_assistant_is_not_popped() {
+    let mut s = strategy(small_budget(json!({"compact_llm": false})));
+    let mut m: Vec<TestMsg> = vec![
+        TestMsg::system("You are FIM One."),
+        query(&text(396), 0).pinned(),
+    ];
+    for i in 0..12 {
+        m.push(if i % 2 == 0 {
+            TestMsg::assistant(&text(396))
+        } else {
+            TestMsg::user(&text(396))
+        });
+    }
+    // Pinned query 103; 8 × 103 = 824 fit in the 897 left; the 8th from the end (position 6) is
+    // an assistant message, which FIM One keeps since the result starts with the query.
+    let c = call(m);
+    let d = run(s.as_mut(), &c);
+    assert_eq!(removed(&d), vec![0, 2, 3, 4, 5], "{:?}", d.ops);
+    // The system prompt goes too: it is the oldest non-pinned message.
+    let after = apply(&c, &d);
+    assert_eq!(after[0].text, text(396));
+    assert_eq!(after[1].role, Role::Assistant);
+}
+
+/// context_guard.py `_llm_compact_with_hint`: `old = compactable[:-keep_recent]`, a plain slice:
+/// a call in the summarized part loses its result's pairing, the result stays verbatim.
+#[test]
+fn llm_compaction_slices_compactable_even_through_a_tool_pair() {
+    let mut s = strategy(small_budget(json!({})));
+    let mut m = long_request();
+    // compactable: 10 + call + result + 3 = 15; the recent 4 are [result, a, u, a].
+    m.push(TestMsg::tool_call("t1", "read", "{}"));
+    m.push(TestMsg::tool_result("t1", "read", &text(396)));
+    m.push(TestMsg::assistant(&text(40)));
+    m.push(TestMsg::user(&text(40)));
+    m.push(TestMsg::assistant(&text(40)));
+    let c = call(m);
+    let d = run(s.as_mut(), &c);
+    assert_eq!(removed(&d), (2..13).collect::<Vec<_>>(), "{:?}", d.ops);
+    assert!(!ops_of(&d, |k| *k == OpKind::AllowSplit).is_empty());
+    assert_eq!(host::validate(&c, &d), 1);
+    let after = apply(&c, &d);
+    assert!(after.iter().any(|m| m.tools.iter().any(|t| t.id == "t1")));
+}
+
+/// `ContextGuard._KEEP_RECENT = int(os.getenv("CONTEXT_GUARD_KEEP_RECENT", "4"))` accepts 0;
+/// `compactable[:-0]` is empty, so nothing is summarized and smart_truncate does the work.
+#[test]
+fn keep_recent_zero_summarizes_nothing_and_truncates() {
+    let mut s = strategy(small_budget(json!({"CONTEXT_GUARD_KEEP_RECENT": 0})));
+    let d = run(s.as_mut(), &call(long_request()));
+    assert!(ops_of(&d, |k| matches!(k, OpKind::Summarize { .. })).is_empty());
+    assert!(events(&d, EventKind::Note)
+        .iter()
+        .any(|e| e.message.contains("compactable[:-0]")));
+    assert!(events(&d, EventKind::Truncation)
+        .iter()
+        .any(|e| e.code == "context_guard.smart_truncate"));
+}
+
+/// microcompact.py `_is_tool_result`: JSON-mode observations (user messages starting with
+/// "Observation: ") count as tool results.
+#[test]
+fn micro_compact_clears_json_mode_observations() {
+    let mut s = strategy(json!({}));
+    let mut m = vec![query("go", 0)];
+    for i in 0..8 {
+        m.push(TestMsg::assistant(&format!(
+            "{{\"tool\": \"read\", \"n\": {i}}}"
+        )));
+        m.push(TestMsg::user(&format!("Observation: result {i}")));
+    }
+    let mut c = call(m);
+    c.new_request = true;
+    let d = run(s.as_mut(), &c);
+    let masks = ops_of(&d, |k| matches!(k, OpKind::Mask { .. }));
+    assert_eq!(
+        masks.iter().map(|o| o.start).collect::<Vec<_>>(),
+        vec![2, 4],
         "{:?}",
         d.ops
     );
 }
 
+/// context_guard.py `_llm_compact_with_hint`: pinned tokens > 50 % of the budget and more than
+/// one pinned → `pinned_msgs[:-1]` are unpinned and put first in the compactable pool; the
+/// **last** pinned message stays pinned, even when it is an injected one and not the query.
 #[test]
-fn pinned_cap_unpins_injected_messages_but_never_the_query() {
+fn pinned_cap_keeps_the_last_pinned_message_and_releases_the_others() {
     let mut s = strategy(small_budget(json!({})));
     let mut m = vec![query(&text(396), 0).pinned()];
     for _ in 0..3 {
@@ -244,23 +343,23 @@ fn pinned_cap_unpins_injected_messages_but_never_the_query() {
     let warn = events(&d, EventKind::Warn);
     assert_eq!(warn.len(), 1, "{:?}", d.events);
     assert_eq!(warn[0].code, "context_guard.pinned_cap");
+    // 103 + 3 × 204 = 715 pinned tokens; FIM One logs 715 / 1000 × 0.5 × 100 = 36 %.
+    assert!(
+        warn[0].message.contains("715 tokens (36% of budget 1000)"),
+        "{}",
+        warn[0].message
+    );
     let unpinned: Vec<usize> = ops_of(&d, |k| *k == OpKind::Unpin)
         .iter()
         .flat_map(|o| o.start..o.end)
         .collect();
-    for p in [2, 4, 6] {
-        assert!(
-            unpinned.contains(&p),
-            "injected message {p} released: {:?}",
-            d.ops
-        );
+    for p in [0, 2, 4] {
+        assert!(unpinned.contains(&p), "{p} released: {:?}", d.ops);
     }
-    assert!(
-        !unpinned.contains(&0),
-        "the query stays pinned: {:?}",
-        d.ops
-    );
-    assert!(!removed(&d).contains(&0));
+    assert!(!unpinned.contains(&6), "the last pinned stays: {:?}", d.ops);
+    let gone = removed(&d);
+    assert!(gone.contains(&0), "the released query is summarized first");
+    assert!(!gone.contains(&6));
 }
 
 #[test]
@@ -325,9 +424,13 @@ fn earlier_requests() -> Vec<TestMsg> {
     m
 }
 
+/// db.py `DbMemory.get_messages`: the persisted rows (queries, user messages, one answer per
+/// request) are compacted with `CompactUtils.llm_compact(keep_recent=4)`; its summary is a system
+/// message, which react.py does not append (`if msg.role != "system"`): only the 4 recent rows
+/// reach the agent.
 #[test]
-fn load_time_compaction_summarizes_earlier_requests_before_the_first_call() {
-    let mut s = strategy(small_budget(json!({})));
+fn load_time_compaction_keeps_the_four_recent_rows_and_the_summary_is_dropped() {
+    let mut s = strategy(small_budget(json!({"CONTEXT_GUARD_DEFAULT_BUDGET": 800})));
     let mut c = call(earlier_requests());
     c.new_request = true;
     c.new_messages = 2;
@@ -339,8 +442,9 @@ fn load_time_compaction_summarizes_earlier_requests_before_the_first_call() {
         .find(|e| e.code == "db_memory.compact")
         .expect("a load-time compaction");
     assert!(
-        load.message.starts_with("Earlier context (")
-            && load.message.contains("messages) was summarized"),
+        load.message
+            .starts_with("Earlier context (5 messages) was summarized")
+            && load.message.contains("does not append"),
         "{}",
         load.message
     );
@@ -350,32 +454,33 @@ fn load_time_compaction_summarizes_earlier_requests_before_the_first_call() {
         .find(|e| e.code == "db_memory.reload")
         .expect("reload note");
     assert!(
-        reload.message.contains("2 tool messages"),
+        reload.message.contains(": 5 messages"),
         "{}",
         reload.message
     );
-    let sum = ops_of(&d, |k| matches!(k, OpKind::Summarize { .. }));
-    assert_eq!(sum.len(), 1, "{:?}", d.ops);
-    assert!(sum[0].end < n);
-    let gone = removed(&d);
-    assert!(
-        gone.contains(&10) && gone.contains(&11),
-        "the tool pair is not reloaded"
+    assert!(ops_of(&d, |k| matches!(k, OpKind::Summarize { .. })).is_empty());
+    // Not persisted: the intermediate assistants 1, 5, 9 and the tool pair 10-11; compacted: the
+    // five oldest rows 0, 2, 3, 4, 6.
+    assert_eq!(
+        removed(&d),
+        vec![0, 1, 2, 3, 4, 5, 6, 9, 10, 11],
+        "{:?}",
+        d.ops
     );
-    assert!(!gone.contains(&(n - 1)));
-    // The new query is pinned; the first of the earlier queries was pinned by nobody here.
     assert!(d
         .ops
         .iter()
         .any(|o| o.kind == OpKind::Pin && o.start == n - 1));
-    // The summary plus the four recent history messages fit in the budget.
     let after = apply(&c, &d);
-    assert_eq!(after.iter().filter(|m| m.role == Role::System).count(), 1);
+    assert!(after.iter().all(|m| m.role != Role::System));
+    assert_eq!(after.len(), 5);
 }
 
 #[test]
 fn load_time_compaction_without_llm_truncates_the_history() {
-    let mut s = strategy(small_budget(json!({"compact_llm": false})));
+    let mut s = strategy(small_budget(
+        json!({"compact_llm": false, "CONTEXT_GUARD_DEFAULT_BUDGET": 800}),
+    ));
     let mut c = call(earlier_requests());
     c.new_request = true;
     c.new_messages = 2;
@@ -387,6 +492,29 @@ fn load_time_compaction_without_llm_truncates_the_history() {
         .unwrap();
     assert!(load.message.contains("smart_truncate"), "{}", load.message);
     assert!(ops_of(&d, |k| matches!(k, OpKind::Summarize { .. })).is_empty());
+}
+
+/// react.py rebuilds the list at every request: system prompt + DbMemory's non-system history +
+/// the query. A summary an earlier ContextGuard compaction wrote is in no database row: it is
+/// gone at the next request.
+#[test]
+fn earlier_summaries_do_not_come_back_at_the_next_request() {
+    let mut s = strategy(json!({}));
+    let mut m = vec![
+        TestMsg::system("You are FIM One."),
+        query("first", 0),
+        TestMsg::system("[Conversation summary]: earlier")
+            .flag(ctxlab_plugin_api::abi::FLAG_SUMMARY)
+            .tokens(20),
+        TestMsg::assistant("answer"),
+        query("second", 1),
+    ];
+    m[3].request = 0;
+    let mut c = call(m);
+    c.new_request = true;
+    c.new_messages = 1;
+    let d = run(s.as_mut(), &c);
+    assert_eq!(removed(&d), vec![2], "{:?}", d.ops);
 }
 
 #[test]
@@ -469,7 +597,7 @@ fn injected_messages_are_pinned_and_released_when_the_next_request_reloads_histo
 #[test]
 fn a_long_multi_request_replay_stays_valid_and_within_budget() {
     let mut s = strategy(
-        json!({"budget_source": "guard_default", "CONTEXT_GUARD_DEFAULT_BUDGET": 4000,
+        json!({"budget_source": "guard_default", "CONTEXT_GUARD_DEFAULT_BUDGET": 3000,
                                 "compact_llm_fails_at_calls": (80..90).collect::<Vec<u64>>()}),
     );
     let mut ctx: Vec<TestMsg> = Vec::new();
@@ -517,7 +645,7 @@ fn a_long_multi_request_replay_stays_valid_and_within_budget() {
         }
         let est = d.gauges.iter().find(|g| g.0 == "fim_estimate").unwrap().1;
         assert!(
-            est <= 4000.0,
+            est <= 3000.0,
             "call {i}: estimate {est} over budget; {:?}",
             d.events
         );

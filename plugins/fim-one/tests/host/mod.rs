@@ -15,17 +15,16 @@ pub fn strategy(params: Value) -> Box<dyn Strategy> {
     f.create(p).expect("created")
 }
 
-fn is_edit(k: &OpKind) -> bool {
-    !matches!(k, OpKind::Pin | OpKind::Unpin)
-}
-
 /// The host's rules: ranges in bounds, edit ranges sorted and disjoint, pinned messages unpinned
-/// before they are touched, Drop/Summarize never split a tool call from its results.
-pub fn validate(call: &TestCall, d: &Decision) {
+/// before they are touched, Drop/Summarize never split a tool call from its results unless an
+/// AllowSplit op covers them (ABI 1.1). Returns the pairs split that way.
+pub fn validate(call: &TestCall, d: &Decision) -> usize {
     let msgs = &call.messages;
     assert!(d.ops.len() <= 256, "{} ops", d.ops.len());
     let mut last_end = 0usize;
     let mut unpinned = vec![false; msgs.len()];
+    let mut allowed: Vec<(usize, usize)> = Vec::new();
+    let mut split = 0usize;
     for op in &d.ops {
         assert!(
             op.start < op.end && op.end <= msgs.len(),
@@ -34,6 +33,7 @@ pub fn validate(call: &TestCall, d: &Decision) {
         match &op.kind {
             OpKind::Unpin => (op.start..op.end).for_each(|p| unpinned[p] = true),
             OpKind::Pin => {}
+            OpKind::AllowSplit => allowed.push((op.start, op.end)),
             k => {
                 assert!(op.start >= last_end, "unsorted or overlapping: {:?}", d.ops);
                 last_end = op.end;
@@ -45,15 +45,20 @@ pub fn validate(call: &TestCall, d: &Decision) {
                     );
                 }
                 if matches!(k, OpKind::Drop | OpKind::Summarize { .. }) {
+                    let ok = allowed.iter().any(|&(s, e)| s <= op.start && op.end <= e);
                     for p in op.start..op.end {
                         for t in &msgs[p].tools {
                             for (q, m) in msgs.iter().enumerate() {
-                                if m.tools.iter().any(|u| u.id == t.id) {
+                                if q != p
+                                    && m.tools.iter().any(|u| u.id == t.id)
+                                    && !(op.start..op.end).contains(&q)
+                                {
                                     assert!(
-                                        (op.start..op.end).contains(&q),
+                                        ok,
                                         "op {op:?} splits tool {} (messages {p} and {q})",
                                         t.id
                                     );
+                                    split += 1;
                                 }
                             }
                         }
@@ -70,7 +75,7 @@ pub fn validate(call: &TestCall, d: &Decision) {
             }
         }
     }
-    let _ = is_edit;
+    split
 }
 
 /// Runs one call: validates the decision and returns it.
@@ -88,6 +93,7 @@ pub fn apply(call: &TestCall, d: &Decision) -> Vec<TestMsg> {
         for p in op.start..op.end {
             let Some(m) = msgs[p].as_mut() else { continue };
             match &op.kind {
+                OpKind::AllowSplit => {}
                 OpKind::Pin => m.flags |= FLAG_PINNED,
                 OpKind::Unpin => m.flags &= !FLAG_PINNED,
                 OpKind::Mask { placeholder } => {

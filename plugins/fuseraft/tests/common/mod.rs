@@ -175,7 +175,7 @@ impl Sim {
                         m.flags |= FLAG_PINNED;
                     }
                 }
-                OpKind::Unpin | OpKind::Truncate { .. } => {}
+                OpKind::Unpin | OpKind::Truncate { .. } | OpKind::AllowSplit => {}
             }
         }
         let input: u64 = ctx.iter().map(|m| m.token_count()).sum();

@@ -3,7 +3,8 @@
 //!
 //! Fires once per agent, at the first call (from `at_call` on) whose context holds a tool call
 //! answered by a later message. Only the call message is dropped, and only when it is not pinned,
-//! so splitting the pair is the decision's only fault.
+//! so splitting the pair is the decision's only fault. With `allow` the drop is preceded by an
+//! AllowSplit op over it (ABI 1.2): the host must accept it and count the separated pair.
 
 use ctxlab_plugin_api::*;
 use serde_json::json;
@@ -11,6 +12,7 @@ use std::collections::HashSet;
 
 struct SplitPair {
     at_call: u64,
+    allow: bool,
     fired: HashSet<String>,
 }
 
@@ -33,6 +35,9 @@ impl Strategy for SplitPair {
                     .any(|t| !t.is_result() && answered.contains(t.id()))
         });
         if let Some(i) = victim {
+            if self.allow {
+                out.op(OpKind::AllowSplit, Scope::Persistent, i..i + 1);
+            }
             out.drop_range(i..i + 1, Scope::Persistent);
             self.fired.insert(call.agent().to_string());
         }
@@ -55,13 +60,21 @@ impl StrategyFactory for Factory {
             title: "Fixture: splits a tool call from its result",
             system: "fixture",
             description: "Drops the first answered tool call message but keeps its result.",
-            params: vec![ParamSpec::new(
-                "at_call",
-                ParamType::Int,
-                json!(0),
-                "First session-wide call index at which the pair may be split.",
-            )
-            .min(0.0)],
+            params: vec![
+                ParamSpec::new(
+                    "at_call",
+                    ParamType::Int,
+                    json!(0),
+                    "First session-wide call index at which the pair may be split.",
+                )
+                .min(0.0),
+                ParamSpec::new(
+                    "allow",
+                    ParamType::Bool,
+                    json!(false),
+                    "Precede the drop with an AllowSplit op (the split is then accepted).",
+                ),
+            ],
             export_formats: &[],
         }
     }
@@ -69,6 +82,7 @@ impl StrategyFactory for Factory {
     fn create(&self, params: Params) -> Result<Box<dyn Strategy>, String> {
         Ok(Box::new(SplitPair {
             at_call: params.uint("at_call"),
+            allow: params.bool("allow"),
             fired: HashSet::new(),
         }))
     }
