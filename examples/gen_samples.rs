@@ -1341,6 +1341,158 @@ fn gemini(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Cline task folder (api_conversation_history.json + ui_messages.json + task_metadata.json)
+
+fn cline_task(root: &Path) -> std::io::Result<()> {
+    let mut r = Rng(0xC11E_7A5C);
+    let task_id = "1772700000000";
+    let dir = root.join("cline").join(task_id);
+    fs::create_dir_all(&dir)?;
+    let model = json!({"providerId": "anthropic", "modelId": "claude-sonnet-4-5", "mode": "act"});
+    let mut t: i64 = 1_772_700_000_000;
+    let env = |t: i64| {
+        format!("<environment_details>\n# VSCode Visible Files\nsrc/predict.rs\n\n# Current Time\n{}\n</environment_details>", format_ms(t))
+    };
+    let mut history: Vec<Value> = Vec::new();
+    let mut ui: Vec<Value> = Vec::new();
+    let task = REQUESTS[1];
+    ui.push(json!({"ts": t, "type": "say", "say": "task", "text": task, "conversationHistoryIndex": -1}));
+    history.push(json!({"role": "user", "content": [
+        {"type": "text", "text": format!("<task>\n{task}\n</task>")},
+        {"type": "text", "text": env(t)}]}));
+    let mut context = 11_200u64 + toks(task);
+    let mut cached = 0u64;
+    let mut deleted: Option<Value> = None;
+    let steps = 14;
+    for step in 0..steps {
+        // Request: the history holds everything up to the last user message.
+        let ci = history.len() as i64 - 2;
+        t += r.range(1_000, 4_000) as i64;
+        let req_at = ui.len();
+        // Cline truncates once the context passes 20k: half of the messages after the first
+        // pair go, the range stamped on what follows this request's start.
+        let mut sent = context;
+        if context > 20_000 && deleted.is_none() {
+            let end = ((history.len() - 2) / 2) * 2 - 1;
+            deleted = Some(json!([2, end]));
+            let dropped: u64 = history[2..=end].iter().map(|m| toks(&m.to_string())).sum();
+            sent = context.saturating_sub(dropped);
+            cached = 0;
+        }
+        let last = step == steps - 1;
+        let mut content = vec![
+            json!({"type": "thinking", "thinking": r.pick(REPLIES).to_string(), "signature": r.b58(32)}),
+        ];
+        content.push(json!({"type": "text", "text": r.pick(REPLIES).to_string()}));
+        let mut uses = Vec::new();
+        if last {
+            content.push(json!({"type": "tool_use", "id": format!("toolu_01{}", r.b58(22)), "name": "attempt_completion", "input": {"result": "The --station flag is in; it defaults to DEFAULT_STATION."}}));
+        } else {
+            let n = if step == 0 { 3 } else { 1 };
+            for _ in 0..n {
+                let file = *r.pick(FILES);
+                let (name, input) = if r.chance(70) {
+                    ("read_file", json!({"path": file}))
+                } else {
+                    (
+                        "replace_in_file",
+                        json!({"path": file, "diff": format!("------- SEARCH\n{}\n=======\n{}\n+++++++ REPLACE", code_line(&mut r, 1), code_line(&mut r, 1))}),
+                    )
+                };
+                let id = format!("toolu_01{}", r.b58(22));
+                content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                uses.push((name, file));
+            }
+        }
+        let output: u64 = content.iter().map(|c| toks(&c.to_string())).sum::<u64>() + 12;
+        let input = r.range(3, 12);
+        let cache_read = cached.min(sent - input);
+        let cache_write = sent - input - cache_read;
+        let cost = (input as f64 * 3.0
+            + cache_write as f64 * 3.75
+            + cache_read as f64 * 0.3
+            + output as f64 * 15.0)
+            / 1e6;
+        let request = history.last().unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        ui.push(json!({"ts": t, "type": "say", "say": "api_req_started",
+            "text": json!({"request": request, "tokensIn": input, "tokensOut": output, "cacheWrites": cache_write, "cacheReads": cache_read, "cost": cost}).to_string(),
+            "modelInfo": model, "conversationHistoryIndex": ci}));
+        // The range in force is stamped on every message; the request that decided a truncation
+        // started under the old one.
+        if let Some(d) = &deleted {
+            if ui
+                .iter()
+                .any(|e| e.get("conversationHistoryDeletedRange").is_some())
+            {
+                ui[req_at]["conversationHistoryDeletedRange"] = d.clone();
+            }
+        }
+        t += r.range(3_000, 12_000) as i64;
+        let mut say = |kind: &str, text: String, t: i64| {
+            let mut e = json!({"ts": t, "type": "say", "say": kind, "text": text, "conversationHistoryIndex": ci + 1});
+            if let Some(d) = &deleted {
+                e["conversationHistoryDeletedRange"] = d.clone();
+            }
+            ui.push(e);
+        };
+        say(
+            "reasoning",
+            content[0]["thinking"].as_str().unwrap().into(),
+            t,
+        );
+        say("text", content[1]["text"].as_str().unwrap().into(), t + 10);
+        history.push(json!({"role": "assistant", "content": content, "modelInfo": model,
+            "metrics": {"tokens": {"prompt": input, "completion": output, "cached": cache_read + cache_write}}}));
+        cached = sent;
+        context = sent + output;
+        if last {
+            say(
+                "completion_result",
+                "The --station flag is in; it defaults to DEFAULT_STATION.".into(),
+                t + 20,
+            );
+            break;
+        }
+        // Cline runs one tool per message and refuses the rest.
+        let mut results = Vec::new();
+        for (k, (name, file)) in uses.iter().enumerate() {
+            let text = if k == 0 {
+                let body = if *name == "read_file" {
+                    let n = r.range(20, 60) as usize;
+                    listing(&mut r, file, n, 1)
+                } else {
+                    format!("The content was successfully saved to {file}.")
+                };
+                say("tool", json!({"tool": if *name == "read_file" { "readFile" } else { "editedExistingFile" }, "path": file}).to_string(), t + 30);
+                format!("[{name} for '{file}'] Result:\n{body}")
+            } else {
+                format!("Tool [{name}] was not executed because a tool has already been used in this message. Only one tool may be used per message. You must assess the first tool's result before proceeding to use the next tool.")
+            };
+            context += toks(&text);
+            results.push(json!({"type": "text", "text": text}));
+        }
+        t += r.range(500, 3_000) as i64;
+        results.push(json!({"type": "text", "text": env(t)}));
+        context += 60;
+        history.push(json!({"role": "user", "content": results}));
+    }
+    let compact = |v: &Vec<Value>| serde_json::to_string(v).unwrap();
+    fs::write(dir.join("api_conversation_history.json"), compact(&history))?;
+    fs::write(dir.join("ui_messages.json"), compact(&ui))?;
+    let meta = json!({"files_in_context": [{"path": "src/predict.rs", "record_state": "active", "record_source": "read_tool", "cline_read_date": t}],
+        "model_usage": [{"ts": t, "model_id": "claude-sonnet-4-5", "model_provider_id": "anthropic", "mode": "act"}],
+        "environment_history": []});
+    fs::write(
+        dir.join("task_metadata.json"),
+        serde_json::to_string_pretty(&meta).unwrap(),
+    )?;
+    Ok(())
+}
+
 fn native(root: &Path) -> ctxlab::Result<()> {
     let dir = root.join("native");
     fs::create_dir_all(&dir).map_err(|e| ctxlab::Error::io(&dir, e))?;
@@ -1385,6 +1537,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     openai(&root)?;
     fuseraft(&root)?;
     gemini(&root)?;
+    cline_task(&root)?;
     native(&root)?;
     println!("samples written to {}", root.display());
     Ok(())

@@ -384,3 +384,205 @@ fn entire_metadata_is_never_a_log_and_its_totals_are_checked() {
     assert!(s.warnings[0].message.contains("output"));
     assert!(!s.warnings[0].message.contains("API calls"));
 }
+
+// ------------------------------------------------------------------------------------------
+// Cline / Roo Code / Kilo Code task folders
+
+const CLINE_TASK: &str = "cline_online-card-architecture/exported_task_1769064454592";
+
+/// Every result answers a call made before it, and every call is answered, except those of the
+/// last reply (the task ended on it). Messages a truncation kept are repeated after it, so a call
+/// may be answered more than once.
+fn assert_tool_pairs_but_last(s: &Session) {
+    let last = s.calls.last().and_then(|c| c.reply).unwrap();
+    let mut made: Vec<&str> = Vec::new();
+    let mut answered: Vec<&str> = Vec::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        for id in m.tool_result_ids() {
+            assert!(made.contains(&id), "result {id} answers no call");
+            answered.push(id);
+        }
+        if i != last {
+            made.extend(m.tool_call_ids());
+        }
+    }
+    let open: Vec<&&str> = made.iter().filter(|id| !answered.contains(id)).collect();
+    assert!(open.is_empty(), "calls without a result: {open:?}");
+}
+
+#[test]
+fn cline_real_task_folder_is_one_session_with_every_request() {
+    let dir = real(CLINE_TASK);
+    let all = formats::load_all(&dir).unwrap();
+    assert_eq!(
+        all.sessions.len(),
+        1,
+        "the history is not a session of its own"
+    );
+    assert!(
+        all.failed.is_empty(),
+        "task_metadata.json is not tried: {:?}",
+        all.failed
+    );
+    let s = &all.sessions[0];
+    assert_eq!(s.source.format, "cline");
+    assert_eq!(s.source.files.len(), 2);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // Independently: the UI log's requests, and the history's messages.
+    let ui: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("ui_messages.json")).unwrap()).unwrap();
+    let reqs: Vec<(i64, Value)> = ui
+        .iter()
+        .filter(|e| e["say"] == "api_req_started")
+        .map(|e| {
+            (
+                e["conversationHistoryIndex"].as_i64().unwrap(),
+                serde_json::from_str(e["text"].as_str().unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(reqs.len(), 36);
+    assert_eq!(s.calls.len(), 36);
+    let hist: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("api_conversation_history.json")).unwrap())
+            .unwrap();
+    assert_eq!(s.messages.len(), hist.len());
+    for (c, (ci, r)) in s.calls.iter().zip(&reqs) {
+        let u = c.usage.unwrap();
+        assert_eq!(u.input, r["tokensIn"].as_u64().unwrap());
+        assert_eq!(u.output, r["tokensOut"].as_u64().unwrap());
+        assert_eq!(u.cache_read, r["cacheReads"].as_u64().unwrap());
+        assert_eq!(u.cache_write_5m, r["cacheWrites"].as_u64().unwrap());
+        // The reply is the history message after the request's user message.
+        assert_eq!(c.reply, Some((ci + 2) as usize));
+        assert_eq!(hist[(ci + 2) as usize]["role"], "assistant");
+        // Cline's own per-message metrics agree: cached = reads + writes.
+        let m = &hist[(ci + 2) as usize]["metrics"]["tokens"];
+        assert_eq!(
+            u.cache_read + u.cache_write(),
+            m["cached"].as_u64().unwrap()
+        );
+    }
+    let max = s
+        .calls
+        .iter()
+        .map(|c| c.usage.unwrap().context_tokens())
+        .max();
+    assert_eq!(max, Some(83_785));
+    // Cline's recorded cost, per call, kept beside ctxlab's pricing.
+    assert_eq!(s.recorded_costs.len(), 36);
+    let want: f64 = reqs.iter().map(|(_, r)| r["cost"].as_f64().unwrap()).sum();
+    let got: f64 = s.recorded_costs.iter().map(|c| c.usd).sum();
+    assert!((want - got).abs() < 1e-9, "{want} vs {got}");
+    // Text tool results are paired with their tool_use; refused extra calls are errors.
+    let results: Vec<&Part> = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| matches!(p, Part::ToolResult { .. }))
+        .collect();
+    assert_eq!(results.len(), 37);
+    let refused = results
+        .iter()
+        .filter(|p| matches!(p, Part::ToolResult { is_error: true, content, .. } if content.contains("was not executed")))
+        .count();
+    assert_eq!(refused, 3);
+    assert_tool_pairs_but_last(s);
+    // The history opened on its own reads the same task.
+    let alone = formats::load_file(&dir.join("api_conversation_history.json")).unwrap();
+    assert_eq!(alone.source.format, "cline");
+    assert_eq!(comparable(alone), comparable(s.clone()));
+    convert_round_trip(&dir);
+}
+
+#[test]
+fn cline_sample_task_truncation_is_a_compaction_that_keeps_the_first_pair() {
+    let dir = sample("cline/1772700000000");
+    let s = formats::load(&dir).unwrap().remove(0);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let ui: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("ui_messages.json")).unwrap()).unwrap();
+    let hist: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("api_conversation_history.json")).unwrap())
+            .unwrap();
+    let range = ui
+        .iter()
+        .find_map(|e| e["conversationHistoryDeletedRange"].as_array())
+        .unwrap();
+    let (start, end) = (
+        range[0].as_u64().unwrap() as usize,
+        range[1].as_u64().unwrap() as usize,
+    );
+    assert_eq!(s.compactions.len(), 1);
+    let c = &s.compactions[0];
+    assert_eq!(c.trigger, "truncation");
+    // After the boundary: copies of the history minus the deleted range, then the reply.
+    let first_after = s
+        .calls
+        .iter()
+        .find(|x| x.context_end > c.at_message)
+        .unwrap();
+    let copies = &s.messages[c.at_message..first_after.context_end];
+    let kept: Vec<usize> = (0..first_after.context_end - c.at_message + end - start + 1)
+        .filter(|h| *h < start || *h > end)
+        .collect();
+    assert_eq!(copies.len(), kept.len());
+    assert_eq!(copies[0].parts, s.messages[0].parts, "the task is kept");
+    assert!(
+        matches!(&copies[2].parts[0], Part::ToolResult { content, .. } | Part::Text { text: content } if hist[end + 1]["content"][0]["text"].as_str() == Some(content))
+    );
+    // The recorded context shrinks there, as the recorded usage does.
+    let before = s
+        .calls
+        .iter()
+        .rev()
+        .find(|x| x.context_end <= c.at_message)
+        .unwrap();
+    assert!(first_after.usage.unwrap().context_tokens() < before.usage.unwrap().context_tokens());
+    assert_eq!(
+        c.pre_tokens,
+        before.usage.map(|u| u.context_tokens() + u.output)
+    );
+    assert_tool_pairs_but_last(&s);
+    assert_eq!(s.recorded_costs.len(), s.calls.len());
+    convert_round_trip(&dir);
+}
+
+#[test]
+fn cline_bad_history_entries_are_warnings_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "api_conversation_history.json",
+        concat!(
+            "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"<task>\\nfix it\\n</task>\"}]},\n",
+            "42,\n",
+            "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"read_file\",\"input\":{\"path\":\"a\"}}],",
+            "\"metrics\":{\"tokens\":{\"prompt\":5,\"completion\":9,\"cached\":100}}},\n",
+            "{\"role\":\"robot\",\"content\":\"?\"},\n",
+            "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"[read_file for 'a'] Result:\\nhello\"}]}]\n",
+        ),
+    );
+    let p = dir.path().join("api_conversation_history.json");
+    assert_eq!(formats::detect(&p).unwrap(), "cline");
+    let s = formats::load_file(&p).unwrap();
+    // Without the UI log, Cline's per-message metrics are the usage.
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(
+        s.calls[0].usage,
+        Some(Usage {
+            input: 5,
+            output: 9,
+            cache_read: 100,
+            ..Usage::default()
+        })
+    );
+    assert_tool_pairs(&s);
+    assert_eq!(s.messages.last().unwrap().role, Role::Tool);
+    let w: Vec<(u32, bool)> = s
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.file.ends_with("api_conversation_history.json")))
+        .collect();
+    assert_eq!(w, vec![(2, true), (4, true)], "{:?}", s.warnings);
+}

@@ -39,6 +39,10 @@ fn samples() -> Vec<(PathBuf, &'static str)> {
     walk(&root, &mut files);
     files.sort();
     for f in files {
+        // A Cline task's metadata sits beside its logs but is not one.
+        if f.file_name().is_some_and(|n| n == "task_metadata.json") {
+            continue;
+        }
         let fmt = formats::detect(&f).unwrap();
         out.push((f, fmt));
     }

@@ -178,3 +178,16 @@ fn gemini_cli() {
         1.0,
     );
 }
+
+/// A complete Cline task folder: the history is what Cline sent (text tool results included), the
+/// UI log's `api_req_started` the usage of each request.
+#[test]
+fn cline_task_folder() {
+    check(
+        "cline_online-card-architecture/exported_task_1769064454592",
+        StrategySpec::Recorded,
+        false,
+        5.0,
+        1.0,
+    );
+}

@@ -55,48 +55,46 @@ fn expected(p: &Path) -> Want {
     if s.contains("opencode") || s.contains("copilot-cli") {
         return Refused;
     }
-    Reader(
-        if s.contains("gemini-cli") {
-            "gemini-cli"
-        } else if s.contains("llm-trace-proxy") || s.contains("/http-capture/") {
-            "http-capture"
-        } else if s.contains("claude-code-proxy-tokens") || s.contains("/usage-counter/") {
-            "usage-counter"
-        } else if s.contains("claude-code") {
-            if s.contains("/subagents/") {
-                return Companion;
-            }
-            "claude-code"
-        } else if s.contains("codex") {
-            "codex"
-        } else if s.contains("pi-agent") || s.contains("/pi/") {
-            "pi"
-        } else if s.contains("fuseraft") {
-            "fuseraft-snapshots"
-        } else if s.contains("otel") {
-            "otel-genai"
-        } else if s.contains("cline") {
-            if name == "api_conversation_history.json" {
-                return Companion;
-            }
-            "cline"
-        } else if s.contains("aider") {
-            "aider"
-        } else if s.contains("swe-agent") {
-            "swe-agent"
-        } else if s.contains("managed-agents") {
-            "anthropic-managed-agents"
-        } else if s.contains("native") {
-            "native"
-        } else if s.contains("openai") {
-            "openai-messages"
-        } else {
-            panic!(
-                "{}: the test does not know this file; place it",
-                p.display()
-            )
-        },
-    )
+    Reader(if s.contains("gemini-cli") {
+        "gemini-cli"
+    } else if s.contains("llm-trace-proxy") || s.contains("/http-capture/") {
+        "http-capture"
+    } else if s.contains("claude-code-proxy-tokens") || s.contains("/usage-counter/") {
+        "usage-counter"
+    } else if s.contains("claude-code") {
+        if s.contains("/subagents/") {
+            return Companion;
+        }
+        "claude-code"
+    } else if s.contains("codex") {
+        "codex"
+    } else if s.contains("pi-agent") || s.contains("/pi/") {
+        "pi"
+    } else if s.contains("fuseraft") {
+        "fuseraft-snapshots"
+    } else if s.contains("otel") {
+        "otel-genai"
+    } else if s.contains("cline") {
+        if name == "api_conversation_history.json" {
+            return Companion;
+        }
+        "cline"
+    } else if s.contains("aider") {
+        "aider"
+    } else if s.contains("swe-agent") {
+        "swe-agent"
+    } else if s.contains("managed-agents") {
+        "anthropic-managed-agents"
+    } else if s.contains("native") {
+        "native"
+    } else if s.contains("openai") {
+        "openai-messages"
+    } else {
+        panic!(
+            "{}: the test does not know this file; place it",
+            p.display()
+        )
+    })
 }
 
 #[test]
@@ -135,6 +133,7 @@ fn every_real_log_and_sample_is_sniffed_as_its_format() {
         }
     }
     assert!(checked >= 20, "{checked} files checked");
-    // Four Entire metadata files, a Cline task's metadata, and the two formats not read yet.
-    assert_eq!(refused, 7, "refused files");
+    // Four Entire metadata files, two Cline tasks' metadata (real and sample), and the two formats
+    // not read yet.
+    assert_eq!(refused, 8, "refused files");
 }

@@ -9,8 +9,10 @@
 //! log: the request text is the user turn, and the reasoning, text and tool events that follow are
 //! the reply. Both files are JSON documents and are read whole.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claude_code::{push_blocks, user_role, Block};
@@ -20,7 +22,17 @@ use crate::{Error, Result};
 
 pub const ID: &str = "cline";
 
-const HISTORY: &str = "api_conversation_history.json";
+pub(crate) const HISTORY: &str = "api_conversation_history.json";
+pub(crate) const UI: &str = "ui_messages.json";
+/// Cline's per-task metadata (files in context, model usage per mode): not a log.
+pub(crate) const TASK_METADATA: &str = "task_metadata.json";
+
+/// A file of a task folder that is read with `ui_messages.json`, never on its own.
+pub(crate) fn is_task_companion(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == HISTORY || n == TASK_METADATA)
+        && path.with_file_name(UI).is_file()
+}
 
 fn read_doc(path: &Path) -> Result<(Vec<u8>, Vec<Value>)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
@@ -34,9 +46,16 @@ fn read_doc(path: &Path) -> Result<(Vec<u8>, Vec<Value>)> {
 
 struct ApiReq {
     usage: Usage,
+    cost: Option<f64>,
     request: String,
     model: Option<String>,
     ts: Option<i64>,
+    /// `conversationHistoryIndex`: the history held this index + 2 messages when the reply came
+    /// (the request's user message is appended at index + 1, the reply at index + 2).
+    history_index: Option<i64>,
+    /// `conversationHistoryDeletedRange` in force for this request (stamped on the UI messages
+    /// written while it ran).
+    deleted: Option<(u64, u64)>,
 }
 
 fn api_req(e: &Value) -> Option<ApiReq> {
@@ -50,79 +69,222 @@ fn api_req(e: &Value) -> Option<ApiReq> {
             cache_write_5m: n("cacheWrites"),
             cache_write_1h: 0,
         },
+        cost: info["cost"].as_f64().filter(|c| c.is_finite()),
         request: info["request"].as_str().unwrap_or("").to_string(),
         model: e["modelInfo"]["modelId"].as_str().map(String::from),
         ts: e["ts"].as_i64(),
+        history_index: e["conversationHistoryIndex"].as_i64(),
+        deleted: None,
     })
 }
 
+fn deleted_range(e: &Value) -> Option<(u64, u64)> {
+    let r = e.get("conversationHistoryDeletedRange")?.as_array()?;
+    Some((r.first()?.as_u64()?, r.get(1)?.as_u64()?))
+}
+
+/// Reads a task: `ui_messages.json`, with `api_conversation_history.json` beside it when there is
+/// one. Either file may be the one opened.
 pub fn read(path: &Path) -> Result<Session> {
-    let (bytes, events) = read_doc(path)?;
+    let (ui, history) = if path.file_name().is_some_and(|n| n == HISTORY)
+        || (!path.with_file_name(UI).eq(path) && sniff_history_file(path))
+    {
+        (path.with_file_name(UI), path.to_path_buf())
+    } else {
+        (path.to_path_buf(), path.with_file_name(HISTORY))
+    };
     let mut s = Session::default();
     s.source.format = ID.into();
-    s.source.files.push(path.display().to_string());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&bytes);
-    s.source.bytes = bytes.len() as u64;
     s.id = path
         .parent()
         .and_then(|p| p.file_name())
         .map(|x| x.to_string_lossy().into_owned())
         .unwrap_or_default();
     let agent = s.agent_index("main");
-    s.title = events
-        .iter()
-        .find(|e| e["say"] == "task")
-        .and_then(|e| e["text"].as_str())
-        .map(|t| t.lines().next().unwrap_or("").chars().take(80).collect());
-    let calls: Vec<ApiReq> = events
-        .iter()
-        .filter(|e| e["say"] == "api_req_started")
-        .filter_map(api_req)
-        .collect();
-    let history = path.with_file_name(HISTORY);
-    if history.is_file() {
-        let (hbytes, msgs) = read_doc(&history)?;
-        hasher.update(&hbytes);
-        s.source.bytes += hbytes.len() as u64;
-        s.source.files.push(history.display().to_string());
-        from_history(&mut s, agent, &msgs, &calls, &history);
-    } else {
-        from_ui(&mut s, agent, &events, &calls);
+    let mut hasher = blake3::Hasher::new();
+    let mut calls = Vec::new();
+    let mut events = Vec::new();
+    let has_ui = ui.is_file();
+    if has_ui {
+        let (bytes, ev) = read_doc(&ui)?;
+        hasher.update(&bytes);
+        s.source.bytes = bytes.len() as u64;
+        s.source.files.push(ui.display().to_string());
+        s.title = ev
+            .iter()
+            .find(|e| e["say"] == "task")
+            .and_then(|e| e["text"].as_str())
+            .map(|t| t.lines().next().unwrap_or("").chars().take(80).collect());
+        let mut range = None;
+        for e in &ev {
+            if e["say"] == "api_req_started" {
+                if let Some(last) = calls.last_mut() {
+                    let last: &mut ApiReq = last;
+                    last.deleted = range;
+                }
+                if let Some(c) = api_req(e) {
+                    calls.push(c);
+                }
+            }
+            if e.get("conversationHistoryDeletedRange").is_some() {
+                range = deleted_range(e);
+            }
+        }
+        if let Some(last) = calls.last_mut() {
+            last.deleted = range;
+        }
+        events = ev;
     }
-    s.source.hash = hasher.finalize().to_hex().to_string();
+    if history.is_file() {
+        let file = s.source.files.len() as u32;
+        s.source.files.push(history.display().to_string());
+        let (bytes, hash) = from_history(&mut s, agent, &history, file, &calls, has_ui, hasher)?;
+        s.source.bytes += bytes;
+        s.source.hash = hash;
+    } else if has_ui {
+        from_ui(&mut s, agent, &events, &calls);
+        s.source.hash = hasher.finalize().to_hex().to_string();
+    } else {
+        return Err(Error::Invalid(format!(
+            "{}: a Cline task needs {UI} or {HISTORY}",
+            path.display()
+        )));
+    }
+    if s.id.is_empty() {
+        s.id = "cline-task".into();
+    }
     Ok(s)
 }
 
+/// A user text block that reports a tool's result as Cline writes it:
+/// `[read_file for 'x'] Result:` or `Tool [read_file] was not executed because …`.
+fn text_tool_result(text: &str) -> Option<(&str, bool)> {
+    let first = text.lines().next()?;
+    if let Some(rest) = first.strip_prefix('[') {
+        let end = rest.find(']')?;
+        if !rest[end..].starts_with("] Result:") {
+            return None;
+        }
+        let name = rest[..end].split(' ').next()?;
+        return Some((name, false));
+    }
+    let rest = first.strip_prefix("Tool [")?;
+    let end = rest.find(']')?;
+    rest[end..]
+        .starts_with("] was not executed")
+        .then(|| (&rest[..end], true))
+}
+
+/// Streams the history, pairing text tool results with their `tool_use`, giving each reply its
+/// call, and turning each change of the deleted range into a recorded compaction.
 fn from_history(
     s: &mut Session,
     agent: AgentIdx,
-    msgs: &[Value],
-    calls: &[ApiReq],
     history: &PathBuf,
-) {
-    let pos = SourcePos { file: 1, line: 0 };
-    let mut k = 0;
-    for (i, m) in msgs.iter().enumerate() {
-        let raw = m["content"].to_string();
-        let content: StrOrBlocks<Block<'_>> = serde_json::from_str(&raw).unwrap_or_default();
+    file: u32,
+    calls: &[ApiReq],
+    has_ui: bool,
+    hasher: blake3::Hasher,
+) -> Result<(u64, String)> {
+    // The reply of each request: by its history index, else the k-th reply.
+    let by_index = calls.iter().all(|c| c.history_index.is_some());
+    let mut replies: HashMap<usize, Vec<usize>> = HashMap::new();
+    if by_index {
+        for (k, c) in calls.iter().enumerate() {
+            let at = (c.history_index.unwrap_or(-2) + 2).max(0) as usize;
+            replies.entry(at).or_default().push(k);
+        }
+    }
+    let mut k_next = 0usize;
+    // History index → the message holding it now (copies after a truncation move it).
+    let mut at_index: Vec<Option<MsgIdx>> = Vec::new();
+    let mut open_calls: Vec<(String, String)> = Vec::new();
+    let mut range_now: Option<(u64, u64)> = None;
+    let mut used = 0usize;
+    let mut each = |raw: Box<RawValue>, pos: SourcePos| {
+        let i = at_index.len();
+        let m: Value = match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(e) => {
+                s.warn(pos, format!("expected a Cline history message: {e}"));
+                return;
+            }
+        };
+        let raw_content = m["content"].to_string();
+        let content: StrOrBlocks<Block<'_>> =
+            serde_json::from_str(&raw_content).unwrap_or_default();
         let mut parts = Vec::new();
         push_blocks(content, &mut parts);
         let role = match m["role"].as_str() {
             Some("assistant") => Role::Assistant,
-            Some("user") => user_role(&parts),
+            Some("user") => {
+                pair_text_results(&mut parts, &mut open_calls);
+                user_role(&parts)
+            }
             other => {
                 s.warn(
                     pos,
-                    format!(
-                        "{}: message {i}: role {other:?} is not user or assistant; skipped",
-                        history.display()
-                    ),
+                    format!("message {i}: role {other:?} is not user or assistant; skipped"),
                 );
-                continue;
+                at_index.push(None);
+                return;
             }
         };
+        // Calls answered by this message (by index), in order.
+        let mine: Vec<usize> = if role != Role::Assistant {
+            Vec::new()
+        } else if by_index {
+            replies.remove(&i).unwrap_or_default()
+        } else if has_ui && k_next < calls.len() {
+            k_next += 1;
+            vec![k_next - 1]
+        } else {
+            Vec::new()
+        };
+        // A truncation decided while this request was prepared: the history it sent is the kept
+        // messages, copied after a boundary.
+        if let Some(&k) = mine.first() {
+            let range = calls[k].deleted;
+            if range != range_now {
+                if let Some((start, end)) = range {
+                    let pre_tokens = s
+                        .calls
+                        .iter()
+                        .rev()
+                        .find_map(|c| c.usage.map(|u| u.context_tokens() + u.output));
+                    let at = s.messages.len();
+                    s.compactions.push(RecordedCompaction {
+                        agent,
+                        at_message: at,
+                        trigger: "truncation".into(),
+                        pre_tokens,
+                        summary: None,
+                        kept_from: None,
+                        timestamp: calls[k].ts,
+                        inferred: false,
+                        source: pos,
+                    });
+                    for h in (0..i).filter(|&h| (h as u64) < start || (h as u64) > end) {
+                        if let Some(from) = at_index[h] {
+                            let copy = s.messages[from].clone();
+                            s.messages.push(copy);
+                            at_index[h] = Some(s.messages.len() - 1);
+                        }
+                    }
+                }
+                range_now = range;
+            }
+        }
         let mi = s.messages.len();
+        if role == Role::Assistant {
+            open_calls = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall { id, name, .. } => Some((id.clone(), name.clone())),
+                    _ => None,
+                })
+                .collect();
+        }
         s.messages.push(Message {
             agent,
             role,
@@ -131,25 +293,104 @@ fn from_history(
             flags: MessageFlags::default(),
             source: pos,
         });
-        if role == Role::Assistant {
-            let c = calls.get(k);
-            k += 1;
+        at_index.push(Some(mi));
+        if role != Role::Assistant {
+            return;
+        }
+        // Without usage from the UI log, Cline's own per-message metrics: `prompt` uncached,
+        // `cached` the cache reads and writes together.
+        let metrics = || {
+            let t = &m["metrics"]["tokens"];
+            t.is_object().then(|| Usage {
+                input: t["prompt"].as_u64().unwrap_or(0),
+                output: t["completion"].as_u64().unwrap_or(0),
+                cache_read: t["cached"].as_u64().unwrap_or(0),
+                ..Usage::default()
+            })
+        };
+        let model = m["modelInfo"]["modelId"].as_str().map(String::from);
+        if mine.is_empty() {
             s.calls.push(Call {
                 agent,
                 context_end: mi,
                 reply: Some(mi),
-                usage: c.map(|c| c.usage),
-                model: c.and_then(|c| c.model.clone()),
-                timestamp: c.and_then(|c| c.ts),
+                usage: if has_ui { None } else { metrics() },
+                model,
+                timestamp: m["ts"].as_i64(),
                 request_id: None,
                 source: pos,
             });
+            return;
         }
+        let last = mine.len() - 1;
+        for (j, &k) in mine.iter().enumerate() {
+            let c = &calls[k];
+            used += 1;
+            s.calls.push(Call {
+                agent,
+                context_end: mi,
+                // A retried request: only the last attempt's reply is in the history.
+                reply: (j == last).then_some(mi),
+                usage: Some(c.usage),
+                model: c.model.clone().or(model.clone()),
+                timestamp: c.ts,
+                request_id: None,
+                source: pos,
+            });
+            if let Some(usd) = c.cost {
+                s.recorded_costs.push(RecordedCost {
+                    call: s.calls.len() - 1,
+                    usd,
+                });
+            }
+        }
+    };
+    let (bytes, hash, broken) = super::doc::each_element(history, file, hasher, &mut each)?;
+    let pos = SourcePos { file, line: 0 };
+    if let Some((line, e)) = broken {
+        if s.messages.is_empty() {
+            return Err(Error::Parse {
+                path: history.clone(),
+                line,
+                message: format!("expected a JSON array of Cline history messages: {e}"),
+            });
+        }
+        s.warn(
+            SourcePos { file, line },
+            format!("the JSON document breaks off here ({e}); the messages before it are kept"),
+        );
     }
-    if k < calls.len() {
-        s.warn(pos, format!("{} api_req_started events but {k} assistant messages in {HISTORY}: the last calls have no reply", calls.len()));
+    if used < calls.len() {
+        s.warn(
+            pos,
+            format!(
+                "{} api_req_started events but only {used} found their reply in {HISTORY}: the others are not calls",
+                calls.len()
+            ),
+        );
     }
     set_model(s, agent);
+    Ok((bytes, hash))
+}
+
+/// Turns Cline's text tool results into results of the `tool_use` they answer: the first call
+/// of that tool not answered yet.
+fn pair_text_results(parts: &mut [Part], open: &mut Vec<(String, String)>) {
+    for p in parts.iter_mut() {
+        let Part::Text { text } = p else { continue };
+        let Some((name, is_error)) = text_tool_result(text) else {
+            continue;
+        };
+        let Some(i) = open.iter().position(|(_, n)| n == name) else {
+            continue;
+        };
+        let (id, _) = open.remove(i);
+        *p = Part::ToolResult {
+            call_id: id,
+            content: std::mem::take(text),
+            is_error,
+        };
+    }
 }
 
 fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq]) {
@@ -187,6 +428,12 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
                     request_id: None,
                     source: pos,
                 });
+                if let Some(usd) = c.cost {
+                    s.recorded_costs.push(RecordedCost {
+                        call: s.calls.len() - 1,
+                        usd,
+                    });
+                }
                 continue;
             }
             "reasoning" => Part::Thinking { text },
@@ -236,6 +483,25 @@ fn close(s: &mut Session, reply: &mut Option<MsgIdx>) {
 
 fn set_model(s: &mut Session, agent: AgentIdx) {
     s.agents[agent].model = s.calls.iter().find_map(|c| c.model.clone());
+}
+
+/// The start of a task's `api_conversation_history.json`: a JSON array of messages whose first
+/// one is the user's `<task>` (Cline, Roo Code and Kilo Code all wrap the task so).
+pub(crate) fn sniff_history_head(head: &str) -> bool {
+    let compact: String = head
+        .chars()
+        .take(2048)
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    compact.starts_with("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"<task>")
+}
+
+fn sniff_history_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .is_ok_and(|_| sniff_history_head(&String::from_utf8_lossy(&head)))
 }
 
 /// A JSON array whose first element is a Cline UI event (`ts` with `say` or `ask`).

@@ -54,6 +54,9 @@ pub fn detect(path: &Path) -> Result<&'static str> {
     if cline::sniff_head(&String::from_utf8_lossy(&head[first..])) {
         return Ok(cline::ID);
     }
+    if cline::sniff_history_head(&String::from_utf8_lossy(&head[first..])) {
+        return Ok(cline::ID);
+    }
     if head[first] == b'[' {
         return openai_array(&head, &unknown);
     }

@@ -27,13 +27,18 @@ pub(crate) struct Src {
 
 impl Src {
     pub(crate) fn open(path: &Path) -> Result<Src> {
+        Self::open_hashing(path, blake3::Hasher::new())
+    }
+
+    /// As `open`, continuing `hasher` (a session of several files hashes them in order).
+    pub(crate) fn open_hashing(path: &Path, hasher: blake3::Hasher) -> Result<Src> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         Ok(Src {
             file,
             buf: vec![0u8; 256 * 1024].into_boxed_slice(),
             pos: 0,
             len: 0,
-            hasher: blake3::Hasher::new(),
+            hasher,
             bytes: 0,
             newlines: Rc::new(Cell::new(0)),
         })
@@ -117,15 +122,16 @@ impl<'de, F: FnMut(Box<RawValue>, SourcePos)> Visitor<'de> for EachElement<'_, F
     }
 }
 
-/// Streams a file that is one JSON array, element by element. A document that breaks off keeps
-/// the elements read before the damage and reports the break as `Err((line, message))`.
-#[allow(dead_code)] // used by the task-folder readers
+/// Streams a file that is one JSON array, element by element, continuing `hasher`. Returns the
+/// bytes read, the hash, and where the document breaks off when it does (the elements before the
+/// damage were given to `each`).
 pub(crate) fn each_element(
     path: &Path,
     file: u32,
+    hasher: blake3::Hasher,
     mut each: impl FnMut(Box<RawValue>, SourcePos),
 ) -> Result<(u64, String, Option<(u32, String)>)> {
-    let mut src = Src::open(path)?;
+    let mut src = Src::open_hashing(path, hasher)?;
     let newlines = src.newlines();
     let result = {
         let mut de = serde_json::Deserializer::from_reader(&mut src);

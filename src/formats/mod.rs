@@ -174,8 +174,9 @@ fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             if !p.with_extension("jsonl").is_file() {
                 collect_logs(&p, out)?;
             }
-        } else if entire::is_metadata_beside_log(&p) {
-            // An Entire checkpoint's totals: read with the transcript beside it.
+        } else if entire::is_metadata_beside_log(&p) || cline::is_task_companion(&p) {
+            // An Entire checkpoint's totals, a Cline task's history or metadata: read with the
+            // transcript or the ui_messages.json beside it.
         } else if p
             .extension()
             .and_then(|x| x.to_str())
