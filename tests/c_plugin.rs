@@ -197,7 +197,8 @@ fn the_header_matches_the_rust_abi_field_by_field() {
     layout!(p, MessageView => "ctxlab_message" {
         id => id, role => role, flags => flags, agent => agent, tokens => tokens, chars => chars,
         text => text, tools => tools, tools_len => tools_len, images => images,
-        image_bytes => image_bytes, request => request, timestamp_ms => timestamp_ms,
+        content_ascii => content_ascii, image_bytes => image_bytes, request => request,
+        content_other => content_other, timestamp_ms => timestamp_ms,
     });
     layout!(p, BudgetView => "ctxlab_budget" {
         context_window => context_window, max_output => max_output, reserve => reserve,
@@ -245,7 +246,7 @@ fn the_header_matches_the_rust_abi_field_by_field() {
         FLAG_INJECTED => CTXLAB_FLAG_INJECTED, FLAG_TOOL_CALL => CTXLAB_FLAG_TOOL_CALL,
         FLAG_TOOL_RESULT => CTXLAB_FLAG_TOOL_RESULT, FLAG_ERROR => CTXLAB_FLAG_ERROR,
         FLAG_EDITED => CTXLAB_FLAG_EDITED, FLAG_IMAGE => CTXLAB_FLAG_IMAGE,
-        FLAG_REQUEST => CTXLAB_FLAG_REQUEST,
+        FLAG_REQUEST => CTXLAB_FLAG_REQUEST, FLAG_CONTENT => CTXLAB_FLAG_CONTENT,
         OP_DROP => CTXLAB_OP_DROP, OP_SUMMARIZE => CTXLAB_OP_SUMMARIZE,
         OP_TRUNCATE => CTXLAB_OP_TRUNCATE, OP_MASK => CTXLAB_OP_MASK,
         OP_OFFLOAD => CTXLAB_OP_OFFLOAD, OP_PIN => CTXLAB_OP_PIN, OP_UNPIN => CTXLAB_OP_UNPIN,

@@ -207,6 +207,12 @@ pub(crate) fn sdk_role(r: ctxlab_plugin_api::Role) -> Role {
     }
 }
 
+/// `MessageView::content_ascii/other` of a text the run wrote (an edit, a summary).
+fn content_of(text: &str) -> (u32, u32) {
+    let (a, o) = ctxlab_plugin_api::ascii_other_chars(text);
+    (super::prepared::saturate(a), super::prepared::saturate(o))
+}
+
 /// Everything the model sees of a message as one text; borrowed when it is a single part.
 pub(crate) fn message_text(m: &Message) -> std::borrow::Cow<'_, str> {
     let texts = m.parts.iter().filter_map(|p| match p {
@@ -467,10 +473,11 @@ impl<'a> Context<'a> {
         };
         let facts = prepared.indexed_of(idx);
         self.index_facts(facts, key);
+        let (content_ascii, content_other) = prepared.content(idx);
         let view = MessageView {
             id,
             role: role_abi(m.role),
-            flags,
+            flags: flags | FLAG_CONTENT,
             agent: StrRef::new(&session.agents[m.agent].id),
             tokens,
             chars: prepared.chars(idx),
@@ -478,8 +485,10 @@ impl<'a> Context<'a> {
             tools,
             tools_len,
             images,
+            content_ascii,
             image_bytes,
             request: self.requests.saturating_sub(1),
+            content_other,
             timestamp_ms: m.timestamp.unwrap_or(i64::MIN),
         };
         let (lo, hi) = span(key, &partners);
@@ -536,7 +545,9 @@ impl<'a> Context<'a> {
                     v.text = StrRef::new(&text);
                     v.chars = text.chars().count() as u64;
                     v.tokens = tokens;
-                    v.flags |= FLAG_EDITED;
+                    // An edited message's content is its new text.
+                    (v.content_ascii, v.content_other) = content_of(&text);
+                    v.flags |= FLAG_EDITED | FLAG_CONTENT;
                     // Tool ids stay (pairs are intact); their bodies are now the edited text.
                     let mut tools: Box<[ToolView]> = if v.tools_len == 0 {
                         Box::default()
@@ -589,10 +600,11 @@ impl<'a> Context<'a> {
                 let own = self.needed_facts(facts, &text);
                 self.index_facts(&own, key);
                 let text: Box<str> = text.into_boxed_str();
+                let (content_ascii, content_other) = content_of(&text);
                 let view = MessageView {
                     id,
                     role: role_abi(role),
-                    flags: FLAG_SUMMARY,
+                    flags: FLAG_SUMMARY | FLAG_CONTENT,
                     agent,
                     tokens,
                     chars: text.chars().count() as u64,
@@ -600,8 +612,10 @@ impl<'a> Context<'a> {
                     tools: std::ptr::null(),
                     tools_len: 0,
                     images: 0,
+                    content_ascii,
                     image_bytes: 0,
                     request,
+                    content_other,
                     timestamp_ms: i64::MIN,
                 };
                 self.entries.insert(

@@ -23,6 +23,9 @@ const NONE: u32 = u32::MAX;
 struct Prep {
     tokens: u64,
     chars: u64,
+    /// ASCII and other characters of its content (text parts and tool results joined by "\n";
+    /// no thinking, no tool arguments): `MessageView::content_ascii/other`.
+    content: (u32, u32),
     /// `fact_list[facts.0..facts.1]`: the message's distinct facts, sorted by id.
     facts: (u32, u32),
     /// `indexed_list[indexed.0..indexed.1]`: those of them some call may need (below).
@@ -241,6 +244,7 @@ impl Prepared {
         Prep {
             tokens: counter.count_message(m),
             chars: text.chars().count() as u64,
+            content: content_chars(m),
             facts: (start, self.fact_list.len() as u32),
             indexed: (0, 0),
             text: match text {
@@ -311,6 +315,11 @@ impl Prepared {
         self.prep[m].chars
     }
 
+    /// ASCII and other characters of message `m`'s content (`MessageView::content_ascii/other`).
+    pub(crate) fn content(&self, m: MsgIdx) -> (u32, u32) {
+        self.prep[m].content
+    }
+
     /// The facts of message `m` some call may need (`needed`), sorted by id.
     pub(crate) fn indexed_of(&self, m: MsgIdx) -> &[FactId] {
         let (s, e) = self.prep[m].indexed;
@@ -363,6 +372,30 @@ impl Prepared {
     }
 }
 
+/// ASCII and other characters of what an OpenAI-style `content` of `m` holds: its text parts
+/// and tool-result contents joined by "\n" (thinking and tool-call arguments are not content).
+fn content_chars(m: &crate::model::Message) -> (u32, u32) {
+    let (mut ascii, mut other, mut parts) = (0u64, 0u64, 0u64);
+    for p in &m.parts {
+        let t = match p {
+            Part::Text { text } => text,
+            Part::ToolResult { content, .. } => content,
+            _ => continue,
+        };
+        let (a, o) = ctxlab_plugin_api::ascii_other_chars(t);
+        ascii += a;
+        other += o;
+        parts += 1;
+    }
+    ascii += parts.saturating_sub(1);
+    (saturate(ascii), saturate(other))
+}
+
+/// A count in a u32 view field.
+pub(crate) fn saturate(n: u64) -> u32 {
+    n.min(u32::MAX as u64) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +445,44 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// `MessageView::content_ascii/other` (ABI 1.3): text parts and tool results joined by
+    /// "\n"; thinking and tool-call arguments are not content.
+    #[test]
+    fn content_counts_leave_out_thinking_and_tool_arguments() {
+        let m = crate::model::Message {
+            agent: 0,
+            role: Role::Assistant,
+            parts: vec![
+                Part::Thinking {
+                    text: "déjà vu, long thoughts".into(),
+                },
+                Part::Text {
+                    text: "Voilà".into(),
+                },
+                Part::ToolCall {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    args: "{\"path\": \"é\"}".into(),
+                },
+                Part::ToolResult {
+                    call_id: "c0".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                },
+            ],
+            timestamp: None,
+            flags: Default::default(),
+            source: Default::default(),
+        };
+        // "Voilà" + "\n" + "ok": 4 + 1 + 2 ASCII, 1 other.
+        assert_eq!(content_chars(&m), (7, 1));
+        let empty = crate::model::Message {
+            parts: vec![Part::Thinking { text: "x".into() }],
+            ..m
+        };
+        assert_eq!(content_chars(&empty), (0, 0));
     }
 
     /// A preparation grown poll by poll equals one made from the finished session.

@@ -15,7 +15,8 @@
  *   - ABI major: bumped only when existing plugins would break. The host refuses any other major.
  *   - ABI minor: bumped when fields are appended (to ctxlab_plugin_table, to the sink) or a
  *     constant (op kind, flag) is added. Fields are never removed or reordered. 1.1 added the
- *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT. Set `size` to sizeof(ctxlab_plugin_table) as
+ *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT, 1.3 the message's content counts (in what
+ *     was padding, flagged by CTXLAB_FLAG_CONTENT). Set `size` to sizeof(ctxlab_plugin_table) as
  *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
@@ -45,7 +46,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 2u
+#define CTXLAB_ABI_MINOR 3u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -83,6 +84,7 @@ typedef struct ctxlab_writer {
 #define CTXLAB_FLAG_EDITED (1u << 6)      /* truncated, masked or offloaded by an earlier op */
 #define CTXLAB_FLAG_IMAGE (1u << 7)       /* has at least one image */
 #define CTXLAB_FLAG_REQUEST (1u << 8)     /* opens a new user request */
+#define CTXLAB_FLAG_CONTENT (1u << 9)     /* ABI 1.3: content_ascii / content_other are set */
 
 /* One tool call (in an assistant message) or tool result (in a tool/user message). */
 typedef struct ctxlab_tool {
@@ -105,8 +107,11 @@ typedef struct ctxlab_message {
     const ctxlab_tool *tools;
     size_t tools_len;
     uint32_t images;      /* number of images */
+    uint32_t content_ascii; /* ABI 1.3 (FLAG_CONTENT): ASCII chars of the content (text parts and
+                               tool results joined by "\n"; no thinking, no tool arguments) */
     uint64_t image_bytes; /* their total decoded bytes */
     uint32_t request;     /* the agent's request number (0-based) */
+    uint32_t content_other; /* ABI 1.3 (FLAG_CONTENT): the content's non-ASCII chars */
     int64_t timestamp_ms; /* ms since the Unix epoch, INT64_MIN when unknown */
 } ctxlab_message;
 

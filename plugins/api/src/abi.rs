@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 2;
+pub const ABI_MINOR: u32 = 3;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -81,6 +81,8 @@ pub const FLAG_EDITED: u32 = 1 << 6;
 pub const FLAG_IMAGE: u32 = 1 << 7;
 /// The message opens a new user request (the first user message after the agent's last reply).
 pub const FLAG_REQUEST: u32 = 1 << 8;
+/// ABI 1.3: `content_ascii` / `content_other` are set (a 1.2 host leaves them as padding).
+pub const FLAG_CONTENT: u32 = 1 << 9;
 
 /// One tool call (in an assistant message) or tool result (in a tool/user message).
 #[repr(C)]
@@ -119,9 +121,16 @@ pub struct MessageView {
     pub tools_len: usize,
     /// Number of images and their total decoded bytes.
     pub images: u32,
+    /// ABI 1.3, valid when `flags` has FLAG_CONTENT: ASCII characters of the message's content,
+    /// what an OpenAI-style `content` holds: its text parts and tool-result contents joined by
+    /// "\n", without thinking and tool-call arguments (for an edited message or a summary: its
+    /// text). Saturates at u32::MAX. It fills what was padding: the layout is the 1.0 one.
+    pub content_ascii: u32,
     pub image_bytes: u64,
     /// The agent's request number (0-based) this message belongs to.
     pub request: u32,
+    /// ABI 1.3: the other (non-ASCII) characters of that content.
+    pub content_other: u32,
     /// Milliseconds since the Unix epoch, or i64::MIN when unknown.
     pub timestamp_ms: i64,
 }
@@ -342,3 +351,25 @@ unsafe impl Sync for StrategyDesc {}
 unsafe impl Send for StrategyDesc {}
 
 pub type EntryFn = unsafe extern "C" fn() -> *const PluginTable;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// ABI 1.3's content counts fill what was padding in 1.0: a 1.0 plugin reads every field at
+    /// the offset it was built with (64-bit layout).
+    #[test]
+    fn the_message_view_keeps_its_1_0_layout() {
+        if size_of::<usize>() != 8 {
+            return;
+        }
+        assert_eq!(size_of::<MessageView>(), 112);
+        assert_eq!(offset_of!(MessageView, images), 80);
+        assert_eq!(offset_of!(MessageView, content_ascii), 84);
+        assert_eq!(offset_of!(MessageView, image_bytes), 88);
+        assert_eq!(offset_of!(MessageView, request), 96);
+        assert_eq!(offset_of!(MessageView, content_other), 100);
+        assert_eq!(offset_of!(MessageView, timestamp_ms), 104);
+    }
+}

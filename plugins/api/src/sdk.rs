@@ -130,6 +130,12 @@ impl<'a> Msg<'a> {
     pub fn images(&self) -> u32 {
         self.0.images
     }
+    /// ASCII and other characters of the message's content (text parts and tool-result contents,
+    /// no thinking, no tool-call arguments), when the host says (ABI 1.3, FLAG_CONTENT).
+    pub fn content_chars(&self) -> Option<(u64, u64)> {
+        (self.0.flags & FLAG_CONTENT != 0)
+            .then_some((self.0.content_ascii as u64, self.0.content_other as u64))
+    }
     pub fn image_bytes(&self) -> u64 {
         self.0.image_bytes
     }
@@ -722,6 +728,22 @@ pub trait StrategyFactory: Sync {
 }
 
 /// `120431` → `"120,431"`: every number a user reads has thousands separators.
+/// ASCII and other (non-ASCII) characters of `text`: what `MessageView::content_ascii` and
+/// `content_other` hold for a message's content. ASCII bytes and UTF-8 leading bytes are counted,
+/// so it is one pass over the bytes.
+pub fn ascii_other_chars(text: &str) -> (u64, u64) {
+    let mut ascii = 0u64;
+    let mut other = 0u64;
+    for &b in text.as_bytes() {
+        if b < 0x80 {
+            ascii += 1;
+        } else if b & 0xC0 != 0x80 {
+            other += 1;
+        }
+    }
+    (ascii, other)
+}
+
 pub fn fmt_tokens(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);

@@ -26,6 +26,9 @@ pub struct TestMsg {
     pub images: u32,
     pub image_bytes: u64,
     pub request: u32,
+    /// The message's content as the host counts it (FLAG_CONTENT); `None`: the text, or nothing
+    /// for a message making tool calls (its text is their arguments).
+    pub content: Option<String>,
 }
 
 impl TestMsg {
@@ -41,6 +44,7 @@ impl TestMsg {
             images: 0,
             image_bytes: 0,
             request: 0,
+            content: None,
         }
     }
     pub fn system(text: &str) -> TestMsg {
@@ -95,6 +99,12 @@ impl TestMsg {
     }
     pub fn request(mut self, r: u32) -> Self {
         self.request = r;
+        self
+    }
+    /// Sets the content the host would report (e.g. the text part of a message whose flattened
+    /// text also holds thinking).
+    pub fn content(mut self, c: &str) -> Self {
+        self.content = Some(c.into());
         self
     }
     pub fn image(mut self, bytes: u64) -> Self {
@@ -186,7 +196,7 @@ impl TestCall {
             .map(|(i, (m, t))| MessageView {
                 id: if m.id == 0 { i as u64 + 1 } else { m.id },
                 role: m.role.to_abi(),
-                flags: m.flags,
+                flags: m.flags | FLAG_CONTENT,
                 agent: StrRef::new(&m.agent),
                 tokens: m.token_count(),
                 chars: m.text.chars().count() as u64,
@@ -196,6 +206,8 @@ impl TestCall {
                 images: m.images,
                 image_bytes: m.image_bytes,
                 request: m.request,
+                content_ascii: content_counts(m).0,
+                content_other: content_counts(m).1,
                 timestamp_ms: i64::MIN,
             })
             .collect();
@@ -249,4 +261,15 @@ impl Rng {
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
+}
+
+/// What the host reports of a test message's content (`MessageView::content_ascii/other`).
+fn content_counts(m: &TestMsg) -> (u32, u32) {
+    let content = match &m.content {
+        Some(c) => c.as_str(),
+        None if m.flags & FLAG_TOOL_CALL != 0 => "",
+        None => &m.text,
+    };
+    let (a, o) = ascii_other_chars(content);
+    (a.min(u32::MAX as u64) as u32, o.min(u32::MAX as u64) as u32)
 }

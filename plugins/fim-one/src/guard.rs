@@ -4,7 +4,7 @@
 
 use crate::compact::{Caller, Entry, Outcome, Removal, Settings, Src, SummaryPlan};
 use crate::emit::{emit, Plan, Texts};
-use crate::estimate::{message_tokens, msg_tokens, truncated_tokens};
+use crate::estimate::{content_len, message_tokens, msg_tokens, truncated_tokens};
 use crate::params::{Config, DB_MEMORY_KEEP_RECENT, MAX_MSG_CHARS, TRUNCATED_MARKER};
 use ctxlab_plugin_api::abi::FLAG_REQUEST;
 use ctxlab_plugin_api::{
@@ -87,8 +87,11 @@ fn persisted(m: Msg<'_>) -> bool {
         Role::System => !m.is_summary(),
         Role::User => !is_tool_result(m) && !m.has_tool_calls(),
         Role::Assistant => {
-            !(m.has_tool_calls() || m.has_tool_results())
-                && !(m.text().trim().is_empty() && m.images() == 0)
+            let empty = match m.content_chars() {
+                Some((a, o)) => a + o == 0,
+                None => m.text().trim().is_empty(),
+            };
+            !(m.has_tool_calls() || m.has_tool_results()) && !(empty && m.images() == 0)
         }
     }
 }
@@ -195,7 +198,7 @@ impl Strategy for FimOne {
             let mut e = est(cache, m);
             let current = p >= r;
             // Vision content arrays are not cut (FIM One skips list content).
-            if m.images() == 0 && m.chars() > cfg.max_msg_chars && !m.is_summary() {
+            if m.images() == 0 && content_len(&m) > cfg.max_msg_chars && !m.is_summary() {
                 plan.at(p).truncate = true;
                 let t = truncated_tokens(m.text(), cfg.max_msg_chars, TRUNCATED_MARKER, 0);
                 st.reestimate.push((p, m.id(), t));
@@ -205,7 +208,7 @@ impl Strategy for FimOne {
                     format!(
                         "message {} has {} chars > {MAX_MSG_CHARS} {}: cut with [Truncated]",
                         p,
-                        fmt_tokens(m.chars()),
+                        fmt_tokens(content_len(&m)),
                         fmt_tokens(cfg.max_msg_chars)
                     ),
                     e,

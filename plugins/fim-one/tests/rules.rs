@@ -58,6 +58,45 @@ fn under_budget_only_the_current_query_is_pinned() {
     );
 }
 
+/// compact.py `CompactUtils.estimate_messages_tokens`: 4 + `estimate_tokens(msg.content)` per
+/// message. The content is the text and the tool results (the host's ABI 1.3 content counts):
+/// thinking and tool-call arguments, which the host's flattened text also holds, are not counted.
+#[test]
+fn the_estimate_counts_message_content_only() {
+    let mut s = strategy(json!({}));
+    let thinking = text(4000);
+    let args = format!("{{\"path\": \"{}\"}}", text(2000));
+    let mut reply = TestMsg::tool_call("c1", "read", &args);
+    reply.text = format!("{thinking}\nLet me read it.\n{args}");
+    let reply = reply.content("Let me read it.");
+    let c = call(vec![
+        TestMsg::system("You are FIM One."),
+        query("read it", 0),
+        reply,
+        TestMsg::tool_result("c1", "read", &text(400)),
+    ]);
+    let d = run(s.as_mut(), &c);
+    let est = d.gauges.iter().find(|g| g.0 == "fim_estimate").unwrap().1;
+    // (4 + 4) + (4 + 1) + (4 + 3) + (4 + 100); the thinking and the arguments would add ~1,500.
+    assert_eq!(est, 124.0);
+}
+
+/// context_guard.py `_truncate_oversized`: `len(content) > max_message_chars` — the content's
+/// length, not the flattened text's.
+#[test]
+fn only_content_longer_than_the_limit_is_cut() {
+    let mut s = strategy(json!({"CONTEXT_GUARD_MAX_MSG_CHARS": 1000}));
+    let mut long_thoughts = TestMsg::assistant(&text(5000)).content("short answer");
+    long_thoughts.request = 0;
+    let c = call(vec![query("go", 0), long_thoughts]);
+    let d = run(s.as_mut(), &c);
+    assert!(
+        ops_of(&d, |k| matches!(k, OpKind::Truncate { .. })).is_empty(),
+        "{:?}",
+        d.ops
+    );
+}
+
 #[test]
 fn an_oversized_message_is_cut_with_a_truncated_suffix() {
     let mut s = strategy(json!({"CONTEXT_GUARD_MAX_MSG_CHARS": 1000}));
