@@ -76,6 +76,13 @@ pub struct Comparison {
     pub baseline: String,
     /// Baselines first, then the strategies in the order given.
     pub runs: Vec<ComparedRun>,
+    /// What every run's cost leaves out (`Cost::notice`; the same calls in every run), shown
+    /// beside the cost column wherever a comparison is shown.
+    #[serde(default)]
+    pub cost_notice: Option<String>,
+    /// Budget figures the model table did not give: what was assumed, and from where.
+    #[serde(default)]
+    pub budget_assumed: Vec<String>,
 }
 
 impl Comparison {
@@ -108,6 +115,7 @@ pub(crate) fn options_like<'a>(opts: &ReplayOptions<'a>) -> ReplayOptions<'a> {
     ReplayOptions {
         counter: opts.counter.clone(),
         budget: opts.budget,
+        budget_assumed: opts.budget_assumed.clone(),
         calibration: opts.calibration.clone(),
         summarizer: opts.summarizer,
         models: opts.models.clone(),
@@ -221,6 +229,8 @@ pub fn run(
     Ok(Comparison {
         session: session.id.clone(),
         fidelity,
+        cost_notice: base.1.metrics.cost.notice(),
+        budget_assumed: base.1.budget_assumed.clone(),
         baseline: base.0,
         runs: runs
             .into_iter()
@@ -445,21 +455,27 @@ impl Settings {
         let counter = crate::tokens::counter(&self.counter)?;
         let models = replay::ModelTable::load(self.pricing.as_deref())?;
         let mut opts = ReplayOptions::new(counter.clone());
-        opts.budget =
-            match (self.window, self.max_output) {
-                (Some(w), m) => Some(replay::Budget {
-                    context_window: w,
-                    max_output: m.unwrap_or(0),
+        opts.budget = match (self.window, self.max_output) {
+            (Some(w), m) => Some(replay::Budget {
+                context_window: w,
+                max_output: m.unwrap_or(0),
+                reserve: self.reserve,
+            }),
+            (None, m) => {
+                let l = replay::resolve_limits(session, &models)?;
+                // A figure the user gave is not assumed.
+                opts.budget_assumed = l
+                    .assumed
+                    .into_iter()
+                    .filter(|a| m.is_none() || !a.starts_with("max output"))
+                    .collect();
+                Some(replay::Budget {
+                    max_output: m.unwrap_or(l.budget.max_output),
                     reserve: self.reserve,
-                }),
-                (None, m) => Some(replay::resolve_budget(session, None, &models).map(|b| {
-                    replay::Budget {
-                        max_output: m.unwrap_or(b.max_output),
-                        reserve: self.reserve,
-                        ..b
-                    }
-                })?),
-            };
+                    ..l.budget
+                })
+            }
+        };
         opts.models = models;
         opts.cache_ttl = self.cache_ttl;
         if self.calibrate {

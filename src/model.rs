@@ -39,6 +39,10 @@ pub struct Session {
     pub recorded_costs: Vec<RecordedCost>,
     /// Non-fatal problems met while reading (corrupt lines, unknown entries that mattered).
     pub warnings: Vec<Warning>,
+    /// The context window the log itself records its agent ran with (Codex
+    /// `model_context_window`); a replay's budget takes it before the model table's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Where a session came from.

@@ -149,6 +149,12 @@ pub fn html(c: &Comparison, registry: &Registry, title: &str) -> Result<String> 
         metrics_row(&mut h, r);
     }
     h.push_str("</table>\n");
+    if let Some(n) = &c.cost_notice {
+        let _ = write!(h, "<p class=\"bad\">Note: {}.</p>\n", escape(n));
+    }
+    for a in &c.budget_assumed {
+        let _ = write!(h, "<p class=\"note\">Budget: {}.</p>\n", escape(a));
+    }
 
     h.push_str("<h2>Charts</h2>\n<p class=\"note\">Each row is one run on the same axes. Left: cumulative input tokens per agent (billed). Right: context occupancy (tokens in the window at each call). Dashed verticals mark compactions; horizontal dashed lines are the strategy's thresholds and the context window.</p>\n");
     let runs: Vec<(&str, &Run)> = c.runs.iter().map(|r| (r.label.as_str(), &r.run)).collect();

@@ -376,6 +376,12 @@ fn table(c: &Comparison) -> String {
         ]);
     }
     out.push_str(&aligned(&rows, false));
+    for a in &c.budget_assumed {
+        out.push_str(&format!("budget: {a}\n"));
+    }
+    if let Some(n) = &c.cost_notice {
+        out.push_str(&format!("note: {n}\n"));
+    }
     out
 }
 

@@ -178,18 +178,10 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
             fmt_tokens(m.cache_write_tokens)
         ),
     );
-    let unpriced = if m.cost.unpriced_calls > 0 {
-        format!(
-            " ({} calls of unknown models not priced)",
-            fmt_tokens(m.cost.unpriced_calls)
-        )
-    } else {
-        String::new()
-    };
     row(
         "cost",
         format!(
-            "{} (summarizer {}){unpriced}",
+            "{} (summarizer {})",
             usd(m.cost.total_usd),
             usd(m.cost.summarizer_usd)
         ),
@@ -243,6 +235,9 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
         fmt_tokens(run.budget.max_output),
         run.counter
     );
+    for a in &run.budget_assumed {
+        out.push_str(&format!("budget: {a}\n"));
+    }
     match fidelity {
         Some((mean, p95)) => out.push_str(&format!(
             "fidelity: calibrated on the log's usage, estimate error mean {mean:.1} %, p95 {p95:.1} %\n"
@@ -252,6 +247,9 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
     let w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     for (k, v) in rows {
         out.push_str(&format!("  {k:<w$}  {v}\n"));
+    }
+    if let Some(n) = m.cost.notice() {
+        out.push_str(&format!("  note: {n}\n"));
     }
     // Per agent, when there are several (or one is asked for).
     let n = run.agents.len();

@@ -96,6 +96,9 @@ struct TokenInfo {
     total_token_usage: Option<TokenUsage>,
     #[serde(default)]
     last_token_usage: Option<TokenUsage>,
+    /// The window Codex runs the model with (what it compacts against).
+    #[serde(default)]
+    model_context_window: Option<u64>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq)]
@@ -254,6 +257,9 @@ impl Sink {
     }
 
     fn token_count(&mut self, info: TokenInfo, ts: Option<i64>, pos: SourcePos) {
+        if let Some(w) = info.model_context_window.filter(|&w| w > 0) {
+            self.s.context_window = Some(w);
+        }
         let Some(total) = info.total_token_usage else {
             return;
         };

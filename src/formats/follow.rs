@@ -558,7 +558,7 @@ pub fn call_row(s: &Session, index: usize, models: &ModelTable) -> CallRow {
         window: model
             .as_deref()
             .and_then(|m| models.find(m))
-            .map(|m| m.context_window),
+            .and_then(|m| m.context_window),
         model,
         timestamp: c.timestamp,
         usage: c.usage,

@@ -28,6 +28,9 @@ struct Header {
     usage_only: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     estimate_only: bool,
+    /// `Session::context_window`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_window: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -69,6 +72,7 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
         title: s.title.clone(),
         usage_only: s.usage_only,
         estimate_only: s.estimate_only,
+        context_window: s.context_window,
     };
     let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
         r.write_json(w)?;
@@ -153,6 +157,7 @@ impl JsonSink for Sink {
             self.s.title = h.title;
             self.s.usage_only = h.usage_only;
             self.s.estimate_only = h.estimate_only;
+            self.s.context_window = h.context_window;
             return Ok(());
         }
         match serde_json::from_slice::<Record>(json)? {

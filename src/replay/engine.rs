@@ -11,7 +11,7 @@ use super::facts::{FactId, FactSet, Facts};
 use super::feed::{Feed, Step};
 use super::metrics::{cache_split, Compaction, CompactionKind, Sample, Tally};
 use super::prepared::Prepared;
-use super::pricing::ModelInfo;
+use super::pricing::Price;
 use super::validate::{self, Plan};
 use super::*;
 use crate::model::{AgentIdx, MsgIdx};
@@ -96,7 +96,8 @@ pub(crate) struct Engine<'s, 'o> {
     compactions: Vec<Compaction>,
     events: Vec<RunEvent>,
     gauges: std::collections::BTreeMap<String, Vec<GaugePoint>>,
-    prices: Vec<Option<&'o ModelInfo>>,
+    /// Prices of every model name the session's calls and agents give (`None`: unpriced).
+    prices: std::collections::HashMap<&'s str, Option<Price>>,
     steps: Vec<Step>,
 }
 
@@ -115,11 +116,14 @@ impl<'s, 'o> Engine<'s, 'o> {
         for a in &mut agents {
             a.diverged_at = usize::MAX;
         }
-        // Each agent's calls are priced with its model (the call's own model when the log says).
+        // Each call is priced with its own model when the log names one, else its agent's; a
+        // model the table does not price leaves the call unpriced (never another model's price).
         let prices = session
-            .agents
+            .calls
             .iter()
-            .map(|a| a.model.as_deref().and_then(|m| opts.models.find(m)))
+            .filter_map(|c| c.model.as_deref())
+            .chain(session.agents.iter().filter_map(|a| a.model.as_deref()))
+            .map(|m| (m, opts.models.price(m)))
             .collect();
         Engine {
             session,
@@ -156,11 +160,19 @@ impl<'s, 'o> Engine<'s, 'o> {
         }
     }
 
-    fn price(&self, call: &crate::model::Call) -> Option<&'o ModelInfo> {
-        let models: &'o ModelTable = self.opts.models;
-        match call.model.as_deref().and_then(|m| models.find(m)) {
-            Some(p) => Some(p),
-            None => self.prices.get(call.agent).copied().flatten(),
+    /// The call's prices, or the name of its model when the table does not price it (empty when
+    /// neither the call nor its agent names a model).
+    fn price(&self, call: &'s crate::model::Call) -> std::result::Result<Price, &'s str> {
+        let session: &'s Session = self.session;
+        let model = call.model.as_deref().or_else(|| {
+            session
+                .agents
+                .get(call.agent)
+                .and_then(|a| a.model.as_deref())
+        });
+        match model {
+            Some(m) => self.prices.get(m).copied().flatten().ok_or(m),
+            None => Err(""),
         }
     }
 
@@ -337,7 +349,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             summarizer_output: 0,
             trigger: Some(rc.trigger.clone()),
         };
-        self.tally.compaction(&comp, price);
+        self.tally.compaction(&comp, price.as_ref().ok());
         self.events.push(RunEvent {
             call: ci,
             agent: a,
@@ -522,7 +534,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let context_after = fit.predict(ctx.total_tokens());
         for mut r in records.into_iter().rev() {
             r.context_after = context_after;
-            self.tally.compaction(&r, price);
+            self.tally.compaction(&r, price.as_ref().ok());
             self.compactions.push(r);
         }
 
@@ -558,8 +570,9 @@ impl<'s, 'o> Engine<'s, 'o> {
             recalled_lower: lower,
             recalled_upper: upper,
         };
-        s.cost_usd = Tally::call_cost(price, &s, self.opts.cache_ttl);
-        self.tally.call(&s, price, self.opts.cache_ttl);
+        s.cost_usd = Tally::call_cost(price.as_ref().ok(), &s, self.opts.cache_ttl);
+        self.tally
+            .call(&s, price.as_ref().map_err(|m| *m), self.opts.cache_ttl);
         st.prev_input = input;
         st.prev_raw = raw;
         st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());

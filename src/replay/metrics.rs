@@ -1,6 +1,6 @@
 //! Every figure of a run, computed here and nowhere else; docs/metrics.md defines each one.
 
-use super::pricing::{CacheTtl, ModelInfo};
+use super::pricing::{CacheTtl, Price};
 use crate::model::{AgentIdx, Usage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -89,8 +89,58 @@ pub struct Cost {
     /// The simulated summarizer's calls.
     pub summarizer_usd: f64,
     pub total_usd: f64,
-    /// Calls whose model is not in the model table (not priced).
+    /// Calls whose model the table does not price: counted in tokens, left out of the cost.
     pub unpriced_calls: u64,
+    /// The same, by model (most calls first).
+    #[serde(default)]
+    pub unpriced: Vec<Unpriced>,
+}
+
+/// Calls of one model the table does not price.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unpriced {
+    /// The model as the log names it; empty when the calls name no model.
+    pub model: String,
+    pub calls: u64,
+}
+
+impl Cost {
+    /// What the cost leaves out, in words every output that shows the cost prints beside it:
+    /// `cost excludes 157 calls of claude-opus-4-6: no price — add it to models.toml or import a
+    /// price list (ctxlab models import)`. `None` when every call was priced.
+    pub fn notice(&self) -> Option<String> {
+        unpriced_notice(&self.unpriced)
+    }
+}
+
+/// The notice for these unpriced calls (`Cost::notice`).
+pub fn unpriced_notice(unpriced: &[Unpriced]) -> Option<String> {
+    if unpriced.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = unpriced
+        .iter()
+        .map(|u| {
+            let calls = if u.calls == 1 { "call" } else { "calls" };
+            if u.model.is_empty() {
+                format!(
+                    "{} {calls} that name no model",
+                    ctxlab_plugin_api::fmt_tokens(u.calls)
+                )
+            } else {
+                format!(
+                    "{} {calls} of {}",
+                    ctxlab_plugin_api::fmt_tokens(u.calls),
+                    u.model
+                )
+            }
+        })
+        .collect();
+    Some(format!(
+        "cost excludes {}: no price — add {} to models.toml or import a price list (ctxlab models import)",
+        parts.join(", "),
+        if unpriced.len() == 1 { "it" } else { "them" }
+    ))
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -166,10 +216,17 @@ pub(crate) struct Tally {
     recalled_upper: u64,
     rec: RecordedMetrics,
     apes: Vec<f64>,
+    unpriced: BTreeMap<String, u64>,
 }
 
 impl Tally {
-    pub(crate) fn call(&mut self, s: &Sample, price: Option<&ModelInfo>, ttl: CacheTtl) {
+    /// Tallies a call; `price` is its model's prices, or the model's name when it has none.
+    pub(crate) fn call(
+        &mut self,
+        s: &Sample,
+        price: std::result::Result<&Price, &str>,
+        ttl: CacheTtl,
+    ) {
         let m = &mut self.m;
         m.calls += 1;
         m.total_input_tokens += s.input_tokens;
@@ -179,13 +236,17 @@ impl Tally {
         m.cache_read_tokens += s.cache_read;
         m.cache_write_tokens += s.cache_write;
         match price {
-            Some(p) => {
+            Ok(p) => {
                 m.cost.input_usd += p.cost(0, 0, s.cache_write, 0, ttl);
                 m.cost.cache_read_usd += p.cost(0, s.cache_read, 0, 0, ttl);
                 m.cost.output_usd += p.cost(0, 0, 0, s.output_tokens, ttl);
             }
-            None => m.cost.unpriced_calls += 1,
+            Err(model) => {
+                m.cost.unpriced_calls += 1;
+                *self.unpriced.entry(model.to_string()).or_default() += 1;
+            }
         }
+        let price = price.ok();
         m.recall.needed += s.needed_facts as u64;
         self.recalled_lower += s.recalled_lower as u64;
         self.recalled_upper += s.recalled_upper as u64;
@@ -217,13 +278,13 @@ impl Tally {
     }
 
     /// Price of a call (the same split `call` tallies).
-    pub(crate) fn call_cost(price: Option<&ModelInfo>, s: &Sample, ttl: CacheTtl) -> f64 {
+    pub(crate) fn call_cost(price: Option<&Price>, s: &Sample, ttl: CacheTtl) -> f64 {
         price.map_or(0.0, |p| {
             p.cost(0, s.cache_read, s.cache_write, s.output_tokens, ttl)
         })
     }
 
-    pub(crate) fn compaction(&mut self, c: &Compaction, price: Option<&ModelInfo>) {
+    pub(crate) fn compaction(&mut self, c: &Compaction, price: Option<&Price>) {
         let st = self.m.compactions.entry(c.kind).or_default();
         st.count += 1;
         st.tokens_before += c.tokens_before;
@@ -255,6 +316,12 @@ impl Tally {
         m.p95_context = percentile(&self.contexts, 0.95);
         let c = &mut m.cost;
         c.total_usd = c.input_usd + c.cache_read_usd + c.output_usd + c.summarizer_usd;
+        let mut unpriced: Vec<Unpriced> = std::mem::take(&mut self.unpriced)
+            .into_iter()
+            .map(|(model, calls)| Unpriced { model, calls })
+            .collect();
+        unpriced.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.model.cmp(&b.model)));
+        c.unpriced = unpriced;
         if m.recall.needed > 0 {
             m.recall.lower = Some(self.recalled_lower as f64 / m.recall.needed as f64);
             m.recall.upper = Some(self.recalled_upper as f64 / m.recall.needed as f64);

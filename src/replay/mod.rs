@@ -25,10 +25,11 @@ mod summarizer;
 mod validate;
 
 pub use metrics::{
-    Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall, RecordedMetrics, Sample,
+    unpriced_notice, Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall,
+    RecordedMetrics, Sample, Unpriced,
 };
 pub use prepared::Prepared;
-pub use pricing::{CacheTtl, ModelInfo, ModelTable};
+pub use pricing::{CacheTtl, Lookup, MatchKind, ModelInfo, ModelTable, Price};
 pub use series::{write_series_csv, SERIES_COLUMNS};
 pub use summarizer::SummarizerModel;
 pub use validate::MAX_OPS;
@@ -55,15 +56,42 @@ pub struct Budget {
     pub reserve: u64,
 }
 
-impl Budget {
-    /// The budget of a model in the table: its window and maximum output, no reserve.
-    pub fn of(model: &ModelInfo) -> Budget {
-        Budget {
-            context_window: model.context_window,
-            max_output: model.max_output,
-            reserve: 0,
-        }
+/// Context windows models are offered with, smallest first: a model whose window neither the log
+/// nor the table gives is assumed to run on the smallest that holds the largest context its log
+/// recorded. By provider where the name tells it (`standard_windows`).
+pub const STANDARD_WINDOWS: &[u64] = &[
+    8_192, 16_384, 32_768, 65_536, 128_000, 200_000, 1_000_000, 2_000_000,
+];
+
+/// The standard windows of the model's provider, told by its name (`claude-…` Anthropic,
+/// `gpt-…`/`o<digit>…` OpenAI, `gemini-…` Google), else `STANDARD_WINDOWS`; with the provider's
+/// name for the budget note.
+pub fn standard_windows(model: Option<&str>) -> (&'static [u64], &'static str) {
+    let bare = model
+        .map(|m| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase())
+        .unwrap_or_default();
+    if bare.starts_with("claude") {
+        (&[200_000, 1_000_000], "Anthropic ")
+    } else if bare.starts_with("gpt-")
+        || (bare.starts_with('o') && bare[1..].starts_with(|c: char| c.is_ascii_digit()))
+    {
+        (&[128_000, 200_000, 400_000, 1_050_000], "OpenAI ")
+    } else if bare.starts_with("gemini") {
+        (&[1_048_576, 2_097_152], "Google ")
+    } else {
+        (STANDARD_WINDOWS, "")
     }
+}
+
+/// Maximum output limits models are offered with, smallest first (`STANDARD_WINDOWS`' twin).
+pub const STANDARD_MAX_OUTPUTS: &[u64] = &[4_096, 8_192, 16_384, 32_000, 64_000, 128_000];
+
+/// A run's budget and, for each figure the table did not give, what was assumed and from where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub budget: Budget,
+    /// One sentence per assumed figure; empty when the model table gave both.
+    pub assumed: Vec<String>,
 }
 
 /// What to replay a session through.
@@ -99,6 +127,8 @@ pub struct ReplayOptions<'a> {
     /// Per-agent overhead and ratio (`tokens::calibrate_session`); `None`: counts taken as they are.
     pub calibration: Option<Calibration>,
     pub summarizer: SummarizerModel,
+    /// With `budget`: what it assumed and from where (`Limits::assumed`), reported with the run.
+    pub budget_assumed: Vec<String>,
     /// Windows and prices.
     pub models: ModelTable,
     pub cache_ttl: CacheTtl,
@@ -120,6 +150,7 @@ impl<'a> ReplayOptions<'a> {
             budget: None,
             calibration: None,
             summarizer: SummarizerModel::default(),
+            budget_assumed: Vec::new(),
             models: ModelTable::builtin(),
             cache_ttl: CacheTtl::default(),
             stop_at_call: None,
@@ -231,6 +262,9 @@ pub struct Run {
     pub session: String,
     pub counter: String,
     pub budget: Budget,
+    /// Budget figures the model table did not give: what was assumed, and from where.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_assumed: Vec<String>,
     /// The model the budget and prices were taken from.
     pub model: Option<String>,
     pub calibrated: bool,
@@ -263,31 +297,106 @@ pub fn session_model(session: &Session) -> Option<&str> {
         .or_else(|| session.agents.iter().find_map(|a| a.model.as_deref()))
 }
 
-/// The run's budget: the one given, else the session model's from the table.
+/// The run's budget: the one given, else the session model's (`resolve_limits`).
 pub fn resolve_budget(
     session: &Session,
     given: Option<Budget>,
     models: &ModelTable,
 ) -> Result<Budget> {
-    if let Some(b) = given {
-        if b.context_window == 0 {
-            return Err(Error::Invalid(
-                "the context window must be more than 0 tokens".into(),
-            ));
-        }
-        return Ok(b);
-    }
-    match session_model(session) {
-        Some(m) => models.find(m).map(Budget::of).ok_or_else(|| {
-            Error::Invalid(format!(
-                "the model {m} is not in the model table{}; pass the budget (--window N --max-output N) or add the model to models.toml",
-                models.path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default()
-            ))
-        }),
-        None => Err(Error::Invalid(
-            "the log names no model, so its context window is unknown; pass the budget (--window N --max-output N)".into(),
+    match given {
+        Some(b) if b.context_window == 0 => Err(Error::Invalid(
+            "the context window must be more than 0 tokens".into(),
         )),
+        Some(b) => Ok(b),
+        None => resolve_limits(session, models).map(|l| l.budget),
     }
+}
+
+/// The smallest of `standard` that holds `tokens` (the largest when none does).
+fn smallest_holding(standard: &[u64], tokens: u64) -> u64 {
+    standard
+        .iter()
+        .copied()
+        .find(|&w| w >= tokens)
+        .unwrap_or(standard[standard.len() - 1])
+}
+
+/// The budget of the session: the context window the log records (`Session::context_window`),
+/// else its model's from the model table; the maximum output from the table. What neither gives
+/// is assumed from the log: the window is the smallest standard one of the model's provider
+/// (`standard_windows`) that holds the largest context the log recorded, the maximum output the
+/// smallest standard limit (`STANDARD_MAX_OUTPUTS`) that holds the largest recorded output.
+/// `Limits::assumed` says which figures were assumed or taken from the log, and why. An error only
+/// when the log records no usage to assume the window from.
+pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> {
+    let name = session_model(session);
+    let entry = name.and_then(|m| models.find(m));
+    let why = match (name, entry) {
+        (None, _) => "the log names no model".to_string(),
+        (Some(m), None) => format!(
+            "{m} is not in the model table{}",
+            models
+                .path
+                .as_ref()
+                .map(|p| format!(" ({})", p.display()))
+                .unwrap_or_default()
+        ),
+        (Some(m), Some(_)) => format!("the model table gives none for {m}"),
+    };
+    let usage = || session.calls.iter().filter_map(|c| c.usage);
+    let mut assumed = Vec::new();
+    let table_window = entry.and_then(|e| e.context_window);
+    let context_window = match (session.context_window, table_window) {
+        (Some(w), t) => {
+            assumed.push(format!(
+                "context window {} from the log{}",
+                fmt_tokens(w),
+                match t {
+                    Some(t) if t != w => format!(" (the model table gives {})", fmt_tokens(t)),
+                    _ => String::new(),
+                }
+            ));
+            w
+        }
+        (None, Some(w)) => w,
+        (None, None) => {
+            let peak = usage().map(|u| u.context_tokens()).max().unwrap_or(0);
+            if peak == 0 {
+                return Err(Error::Invalid(format!(
+                    "the context window is unknown ({why}) and the log records no usage to assume it from; pass the budget (--window N --max-output N) or add the model to models.toml"
+                )));
+            }
+            let (standard, provider) = standard_windows(name);
+            let w = smallest_holding(standard, peak);
+            assumed.push(format!(
+                "context window {} assumed: {why}; it is the smallest standard {provider}window that holds the largest recorded context, {} tokens",
+                fmt_tokens(w),
+                fmt_tokens(peak)
+            ));
+            w
+        }
+    };
+    let max_output = match entry.and_then(|e| e.max_output) {
+        Some(m) => m,
+        None => {
+            let peak = usage().map(|u| u.output).max().unwrap_or(0);
+            let m = smallest_holding(STANDARD_MAX_OUTPUTS, peak).min(context_window);
+            assumed.push(format!(
+                "max output {} assumed: {why}; it is the smallest standard limit that holds the largest recorded output, {} tokens",
+                fmt_tokens(m),
+                fmt_tokens(peak)
+            ));
+            m
+        }
+    };
+    Ok(Limits {
+        budget: Budget {
+            context_window,
+            max_output,
+            reserve: 0,
+        },
+        assumed,
+    })
 }
 
 /// Replays `session` through `strategy`. Replaying one session several times (several strategies,
@@ -318,7 +427,16 @@ pub fn run_prepared(
 ) -> Result<Run> {
     check_replayable(session)?;
     prepared.check_for_run(session, &*opts.counter)?;
-    let budget = resolve_budget(session, opts.budget, &opts.models)?;
+    let (budget, budget_assumed) = match opts.budget {
+        Some(_) => (
+            resolve_budget(session, opts.budget, &opts.models)?,
+            opts.budget_assumed.clone(),
+        ),
+        None => {
+            let l = resolve_limits(session, &opts.models)?;
+            (l.budget, l.assumed)
+        }
+    };
     let (label, plugin, params, mut instance) = match &strategy {
         StrategySpec::None | StrategySpec::Recorded => (
             strategy.id().to_string(),
@@ -358,6 +476,7 @@ pub fn run_prepared(
         session: session.id.clone(),
         counter: opts.counter.name().to_string(),
         budget,
+        budget_assumed,
         model: session_model(session).map(String::from),
         calibrated: opts.calibration.is_some(),
         summarizer: opts.summarizer,
@@ -400,10 +519,7 @@ pub fn recorded_raw_tokens_prepared(
     if session.usage_only {
         return Ok(vec![None; session.calls.len()]);
     }
-    let models = ModelTable {
-        models: Vec::new(),
-        path: None,
-    };
+    let models = ModelTable::empty();
     let setup = engine::Setup {
         counter,
         calibration: None,
