@@ -1,206 +1,83 @@
-//! CodeTether's session compression (src/session/helper/compression/, docs/strategies/codetether.md):
-//! at every step, a request over the safety budget goes through the keep_last RLM cascade, then
-//! terminal truncation, then a failure.
+//! CodeTether's per-step context derivation (codetether-agent 4.7.4, `DerivePolicy::Legacy`,
+//! docs/strategies/codetether.md). At every step CodeTether clones the full history and derives
+//! the request from it (`src/session/context/derive.rs` `derive_context`): the oversized last
+//! message is compressed, tool outputs are deduplicated, and a request over the safety budget goes
+//! through the keep_last cascade, then terminal truncation; orphaned tool results are dropped. The
+//! history itself never changes, so every summary and truncation here is a this-call edit; the
+//! per-step work is kept incremental by `history::History`.
 
 mod config;
+mod derive;
+mod estimate;
+mod history;
 mod terminal;
 
 #[cfg(test)]
 mod tests;
 
-use ctxlab_plugin_api::pairs::Cuts;
+use ctxlab_plugin_api::hash::FnvMap;
 use ctxlab_plugin_api::*;
-
-pub const TAG: &str = "[AUTO CONTEXT COMPRESSION]";
-/// Tokens the tag itself may take with any counter: a summary must stay smaller than its range.
-const TAG_TOKENS: u64 = 16;
+use history::History;
 
 pub(crate) struct Settings {
     candidates: Vec<usize>,
     truncate_keep_last: usize,
     safety_budget_ratio: f64,
     reserve_overhead_tokens: u64,
+    /// `CODETETHER_SESSION_MAX_TOKENS`: the completion budget every request reserves.
+    session_max_tokens: u64,
+    /// The window of `model` in CodeTether's table; `None`: the run's window.
+    window: Option<u64>,
     fallback_chunk_ratio: f64,
+    oversized_ratio: f64,
     payload_caps: Vec<u64>,
     emergency_cap: u64,
     rlm_summary_tokens: u64,
-    rlm_fail_above_tokens: u64,
+    rlm_cache: bool,
+    history_trigger: usize,
+    /// Tokens of the system prompt and tool schemas; `None`: the host's calibrated overhead.
+    system_tokens: Option<u64>,
+}
+
+impl Settings {
+    /// `check_budget` (enforce_budget.rs:27-56): `(window − (max tokens + reserve)) × ratio`.
+    pub fn safety_budget(&self, window: u64) -> u64 {
+        let reserve = self.session_max_tokens + self.reserve_overhead_tokens;
+        (window.saturating_sub(reserve) as f64 * self.safety_budget_ratio) as u64
+    }
+    pub fn window(&self, call: &Call<'_>) -> u64 {
+        self.window.unwrap_or(call.budget().context_window)
+    }
+    pub fn overhead(&self, call: &Call<'_>) -> u64 {
+        self.system_tokens.unwrap_or(call.overhead_tokens())
+    }
 }
 
 struct Compression {
     params: Params,
     s: Settings,
+    agents: FnvMap<String, History>,
     /// The safety budget of the last call seen, for the chart's line.
     last_budget: Option<u64>,
 }
 
-/// The working context as the cascade rewrites it: an optional summary standing for positions
-/// `[0, summary_end)`, then the original messages from `summary_end` on.
-pub(crate) struct Work {
-    pub summary: Option<u64>,
-    pub summary_end: usize,
-    pub overhead: u64,
-}
-
-impl Work {
-    pub fn list_len(&self, len: usize) -> usize {
-        self.summary.is_some() as usize + (len - self.summary_end)
-    }
-    /// Position in the view of the list index `i` (a summary is list index 0).
-    pub fn position(&self, i: usize) -> usize {
-        match self.summary {
-            Some(_) => self.summary_end + i.saturating_sub(1),
-            None => i,
-        }
-    }
-    pub fn estimate(&self, call: &Call<'_>) -> u64 {
-        self.overhead + self.summary.unwrap_or(0) + call.tokens_in(self.summary_end..call.len())
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Summarizer {
-    Rlm,
-    ChunkCompress,
-}
-
-impl Summarizer {
-    fn as_str(self) -> &'static str {
-        match self {
-            Summarizer::Rlm => "rlm",
-            Summarizer::ChunkCompress => "chunk_compress",
-        }
-    }
-}
-
-/// `usable = window − (max output + RESERVE_OVERHEAD_TOKENS)`, `safety = usable · ratio`.
-pub(crate) fn safety_budget(call: &Call<'_>, s: &Settings) -> u64 {
-    let b = call.budget();
-    let usable = b
-        .context_window
-        .saturating_sub(b.max_output + s.reserve_overhead_tokens);
-    (usable as f64 * s.safety_budget_ratio) as u64
-}
-
 impl Strategy for Compression {
     fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
-        let s = &self.s;
-        let budget = safety_budget(call, s);
-        self.last_budget = Some(budget);
-        let initial = call.context_tokens();
-        out.gauge("safety_budget", budget as f64);
-        if initial <= budget {
-            return Ok(());
-        }
-        out.event_tokens(
-            EventKind::Note,
-            "CompactionStart",
-            format!(
-                "reason context_budget: request {} > safety budget {} ({:.0}% of window {} − max output {} − reserve {})",
-                fmt_tokens(initial),
-                fmt_tokens(budget),
-                s.safety_budget_ratio * 100.0,
-                fmt_tokens(call.budget().context_window),
-                fmt_tokens(call.budget().max_output),
-                fmt_tokens(s.reserve_overhead_tokens)
-            ),
-            initial,
-            initial,
-        );
-
-        let cuts = Cuts::of(call);
-        let len = call.len();
-        let mut w = Work {
-            summary: None,
-            summary_end: 0,
-            overhead: call.overhead_tokens(),
+        let h = match self.agents.get_mut(call.agent()) {
+            Some(h) => h,
+            None => self
+                .agents
+                .entry(call.agent().to_string())
+                .or_insert_with(History::new),
         };
-        let mut summarizer_input = 0;
-        let mut used = Summarizer::Rlm;
-        let mut tried = Vec::new();
-        let mut est = initial;
-        let mut fits = false;
-        for &keep_last in &s.candidates {
-            if est <= budget {
-                fits = true;
-                break;
-            }
-            tried.push(keep_last);
-            // compress_messages_keep_last: nothing to do when the list is already that short.
-            let n = w.list_len(len);
-            if n <= keep_last {
-                break;
-            }
-            let split = cuts
-                .at_or_before(w.position(n - keep_last))
-                .max(w.summary_end);
-            let prefix = w.summary.unwrap_or(0) + call.tokens_in(w.summary_end..split);
-            if split == 0 || prefix <= TAG_TOKENS + 1 {
-                break;
-            }
-            let limit = prefix - TAG_TOKENS - 1;
-            let size = if s.rlm_fail_above_tokens > 0 && prefix > s.rlm_fail_above_tokens {
-                // RlmRouter::auto_process failed: RlmChunker::compress(context, ctx_window / 4).
-                out.event(
-                    EventKind::Note,
-                    "rlm_error",
-                    format!(
-                        "RLM auto_process failed on a {}-token prefix (> rlm_fail_above_tokens {}); using deterministic chunk compression",
-                        fmt_tokens(prefix),
-                        fmt_tokens(s.rlm_fail_above_tokens)
-                    ),
-                );
-                used = Summarizer::ChunkCompress;
-                let target = (call.budget().context_window as f64 * s.fallback_chunk_ratio) as u64;
-                target.min(limit)
-            } else {
-                used = Summarizer::Rlm;
-                s.rlm_summary_tokens.min(limit)
-            };
-            summarizer_input += prefix;
-            w.summary = Some(size);
-            w.summary_end = split;
-            est = w.estimate(call);
+        if !h.matches(call) {
+            // The host's history changed under us (it never does for this plugin's edits):
+            // derive from scratch, as CodeTether does at every step.
+            *h = History::new();
         }
-        if !fits {
-            fits = est <= budget;
-        }
-        let tried_txt = tried
-            .iter()
-            .map(|k| k.to_string())
-            .collect::<Vec<_>>()
-            .join(" → ");
-
-        if fits {
-            if let Some(size) = w.summary {
-                out.op(
-                    OpKind::Summarize {
-                        role: Role::Assistant,
-                        max_tokens: size,
-                        summarizer_input_tokens: summarizer_input,
-                        text: TAG.into(),
-                    },
-                    Scope::Persistent,
-                    0..w.summary_end,
-                );
-            }
-            out.event_tokens(
-                EventKind::Compaction,
-                "CompactionOutcome",
-                format!(
-                    "strategy {}: {} → {} (budget {}), kept {} messages; keep_last tried {tried_txt}",
-                    used.as_str(),
-                    fmt_tokens(initial),
-                    fmt_tokens(est),
-                    fmt_tokens(budget),
-                    w.list_len(len)
-                ),
-                initial,
-                est,
-            );
-            return Ok(());
-        }
-        terminal::apply(call, s, &cuts, &w, budget, initial, &tried_txt, out);
+        h.sync(call);
+        let budget = derive::derive(call, &self.s, h, out);
+        self.last_budget = Some(budget);
         Ok(())
     }
 
@@ -210,7 +87,7 @@ impl Strategy for Compression {
                 kind: ThresholdKind::Trigger,
                 line: Line::Occupancy,
                 tokens: b,
-                label: "SAFETY_BUDGET_RATIO × (window − max output − RESERVE_OVERHEAD_TOKENS)"
+                label: "SAFETY_BUDGET_RATIO × (window − CODETETHER_SESSION_MAX_TOKENS − RESERVE_OVERHEAD_TOKENS), in CodeTether's estimate"
                     .into(),
             })
             .into_iter()
@@ -228,12 +105,15 @@ impl StrategyFactory for CompressionStrategy {
     fn info(&self) -> StrategyInfo {
         StrategyInfo {
             id: "codetether.compression",
-            title: "CodeTether RLM compression",
+            title: "CodeTether context derivation",
             system: "codetether",
-            description: "CodeTether's context-window enforcement: over 90% of the usable budget, \
-                          compress the prefix into one [AUTO CONTEXT COMPRESSION] message keeping \
-                          the last 16/12/8/6 messages; chunk compression when the RLM fails; \
-                          terminal truncation (silent loss) when every keep_last is exhausted.",
+            description:
+                "CodeTether's per-step context derivation: from the full history at every \
+                          step, dedup repeated tool outputs; over 90% of (window − 8,192 − 2,048) \
+                          in CodeTether's estimate, compress everything before the active task's \
+                          tail (keep_last 16/12/8/6/3/1) into one [AUTO CONTEXT COMPRESSION] \
+                          message; when that cannot fit, terminal truncation (drop before the \
+                          active tail, shrink payloads, never evict).",
             params: config::schema(),
             export_formats: config::FORMATS,
         }
@@ -241,28 +121,29 @@ impl StrategyFactory for CompressionStrategy {
 
     fn create(&self, params: Params) -> Result<Box<dyn Strategy>, String> {
         config::validate(&params)?;
+        let list = |n: &str| params.int_list(n).into_iter().map(|k| k as u64);
+        let model = params.str(config::MODEL);
+        let system = params.int("system_prompt_tokens");
         let s = Settings {
-            candidates: params
-                .int_list("keep_last_candidates")
-                .into_iter()
-                .map(|k| k as usize)
-                .collect(),
+            candidates: list("keep_last_candidates").map(|k| k as usize).collect(),
             truncate_keep_last: params.uint("truncate_keep_last") as usize,
             safety_budget_ratio: params.float("safety_budget_ratio"),
             reserve_overhead_tokens: params.uint("reserve_overhead_tokens"),
+            session_max_tokens: params.uint(config::SESSION_MAX_TOKENS),
+            window: (!model.is_empty()).then(|| estimate::context_window_for_model(model)),
             fallback_chunk_ratio: params.float("fallback_chunk_ratio"),
-            payload_caps: params
-                .int_list("terminal_payload_caps")
-                .into_iter()
-                .map(|k| k as u64)
-                .collect(),
+            oversized_ratio: params.float("oversized_last_message_ratio"),
+            payload_caps: list("terminal_payload_caps").collect(),
             emergency_cap: params.uint("terminal_emergency_cap_bytes"),
             rlm_summary_tokens: params.uint("rlm_summary_tokens"),
-            rlm_fail_above_tokens: params.uint("rlm_fail_above_tokens"),
+            rlm_cache: params.bool("rlm_background_cache"),
+            history_trigger: params.uint(config::HISTORY_TRIGGER) as usize,
+            system_tokens: (system >= 0).then_some(system as u64),
         };
         Ok(Box::new(Compression {
             params,
             s,
+            agents: FnvMap::default(),
             last_budget: None,
         }))
     }

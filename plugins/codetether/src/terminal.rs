@@ -1,282 +1,295 @@
-//! Terminal truncation (terminal.rs, terminal_drop.rs, shrink*.rs): keep the last
-//! TRUNCATE_KEEP_LAST messages behind a `[CONTEXT TRUNCATED]` marker, shrink retained payloads
-//! through the byte caps, then evict the oldest retained messages until the request fits. No
-//! summary: the loss is silent, so it is a Truncation event, not a compaction.
+//! Terminal truncation (codetether-agent 4.7.4 `src/session/helper/compression/terminal.rs`
+//! `terminal_truncate_messages`, `shrink.rs`, `shrink_caps.rs`, `shrink_part.rs`,
+//! `enforce_terminal*.rs`): split at the active tail of the last TRUNCATE_KEEP_LAST messages, put
+//! a `[CONTEXT TRUNCATED]` marker in front, shrink every retained content part over each byte cap
+//! in turn to a head and tail, and stop. Nothing retained is ever evicted: a request still over
+//! the budget goes out as it is, with `CompactionFailed`.
 
-use crate::{Settings, Work, TAG};
-use ctxlab_plugin_api::pairs::Cuts;
+use crate::derive::{List, View};
+use crate::estimate::{estimate_tokens, Span};
+use crate::history::{is_tool_result, Kind, Parts};
+use crate::Settings;
 use ctxlab_plugin_api::*;
 
+/// terminal_marker.rs `truncation_marker`.
 const DROPPED_PREFIX: &str = "[CONTEXT TRUNCATED]\nOlder conversation was dropped to keep the request under the model's context window. Some retained tool output may also be shortened with head/tail snippets.";
 const SHORTENED_ONLY: &str = "[CONTEXT TRUNCATED]\nRecent tool output was too large for the model's context window and was shortened with head/tail snippets.";
-/// The newest user message keeps at least this many bytes until the emergency cap.
+/// shrink_caps.rs: the newest user message keeps at least this many bytes until the emergency cap.
 const LATEST_USER_FLOOR: u64 = 16_384;
-const MAX_TRUNCATIONS: usize = 240;
 
-fn is_tool_result(m: &Msg<'_>) -> bool {
-    m.role() == Role::Tool || (m.has_tool_results() && m.role() != Role::Assistant)
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Entry {
-    Summary,
-    Orig(usize),
-}
-
-struct Shrunk {
+/// One content part of a retained message, as `shrink_content_part` sees it.
+struct Part {
+    /// Bytes of the payload the caps apply to (text, result content, call arguments).
     bytes: u64,
-    head: u64,
-    tail: u64,
-    marker: String,
+    /// Tokens of the rest of the part as estimated (a call's id and name).
+    fixed: u64,
+    cpt: f64,
+    label: &'static str,
+    is_text: bool,
+    /// Payload bytes after shrinking, when shrunk.
+    shrunk: Option<u64>,
 }
 
-/// `terminal_head_tail`: a marker naming the original size between a head and a tail of half the
-/// remaining bytes each; only the marker when the cap leaves no room.
-fn head_tail(label: &str, original: u64, cap: u64) -> (u64, u64, String) {
-    let marker =
-        format!("\n\n[terminal context fallback truncated {label}; original_bytes={original}]\n\n");
-    if cap <= marker.len() as u64 + 32 {
-        let short = marker.trim().to_string();
-        return (0, 0, short);
+impl Part {
+    fn tokens(&self, bytes: u64) -> u64 {
+        if bytes == 0 {
+            return self.fixed;
+        }
+        self.fixed + (bytes as f64 / self.cpt).ceil() as u64
     }
-    let available = cap - marker.len() as u64;
-    let head = available / 2;
-    (head, available - head, marker)
+    /// `shrink_string_payload` + `terminal_head_tail`: the new length when over `cap`.
+    fn shrink(&mut self, cap: u64) -> bool {
+        let current = self.shrunk.unwrap_or(self.bytes);
+        if current <= cap {
+            return false;
+        }
+        let marker = marker(self.label, current).len() as u64;
+        self.shrunk = Some(if cap <= marker + 32 { marker - 4 } else { cap });
+        true
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
+fn marker(label: &str, original: u64) -> String {
+    format!("\n\n[terminal context fallback truncated {label}; original_bytes={original}]\n\n")
+}
+
+struct Item {
+    pos: usize,
+    parts: Vec<Part>,
+    latest_user: bool,
+}
+
+impl Item {
+    fn saved(&self) -> u64 {
+        self.parts
+            .iter()
+            .filter_map(|p| {
+                p.shrunk
+                    .map(|b| p.tokens(p.bytes).saturating_sub(p.tokens(b)))
+            })
+            .sum()
+    }
+}
+
+fn parts_of(m: &Msg<'_>) -> Vec<Part> {
+    let p = Parts::of(m);
+    let mut out = Vec::new();
+    if p.text.bytes > 0 {
+        out.push(Part {
+            bytes: p.text.bytes,
+            fixed: 0,
+            cpt: p.text.chars_per_token(),
+            label: "text",
+            is_text: true,
+            shrunk: None,
+        });
+    }
+    for (span, is_result, body) in p.tools {
+        let payload = Span {
+            bytes: body,
+            ws: span.ws.min(body),
+        };
+        out.push(Part {
+            bytes: body,
+            fixed: span.tokens().saturating_sub(payload.tokens()),
+            cpt: span.chars_per_token(),
+            label: if is_result {
+                "tool_result"
+            } else {
+                "tool_call_arguments"
+            },
+            is_text: false,
+            shrunk: None,
+        });
+    }
+    out
+}
+
+/// Applies terminal truncation to the cascade's list `l`; pushes this call's edits and events and
+/// returns the end of the range the marker replaces (0 when none).
 pub(crate) fn apply(
-    call: &Call<'_>,
+    v: &View<'_, '_>,
     s: &Settings,
-    cuts: &Cuts,
-    w: &Work,
+    l: &List,
     budget: u64,
     initial: u64,
-    tried: &str,
+    ops: &mut Vec<Op>,
     out: &mut Decision,
-) {
-    let len = call.len();
-    let before = w.estimate(call);
-    let n = w.list_len(len);
+) -> usize {
     let keep = s.truncate_keep_last;
-    let (split, dropped_prefix) = if n > keep {
-        let p = cuts.at_or_before(w.position(n - keep)).max(w.summary_end);
-        (p, true)
+    let before = v.list_est(l);
+    let count = v.count(l);
+    let split = if count > keep {
+        v.active_tail_start(l, keep)
     } else {
-        (w.summary_end, false)
+        0
     };
-    let marker = if dropped_prefix {
+    let dropped_prefix = split > 0;
+    let first = if dropped_prefix {
+        v.position(l, split)
+    } else {
+        l.start
+    };
+    let summary = if dropped_prefix {
+        None
+    } else {
+        l.summary.clone()
+    };
+    let marker_text = if dropped_prefix {
         DROPPED_PREFIX
     } else {
         SHORTENED_ONLY
     };
-    let marker_tokens = (marker.len() as u64).div_ceil(4) + 4;
-
-    let mut list: Vec<Entry> = Vec::with_capacity(len - split + 1);
-    if !dropped_prefix && w.summary.is_some() {
-        list.push(Entry::Summary);
-    }
-    list.extend((split..len).map(Entry::Orig));
-    let mut tokens: Vec<u64> = (0..len).map(|i| call.msg(i).tokens()).collect();
-    let summary_tokens = w.summary.unwrap_or(0);
-    let entry_tokens = |e: &Entry, tokens: &[u64]| match e {
-        Entry::Summary => summary_tokens,
-        Entry::Orig(i) => tokens[*i],
+    let covered = if dropped_prefix || summary.is_some() {
+        v.repaired_end(first)
+    } else {
+        0
     };
-    let total = |list: &[Entry], tokens: &[u64]| {
-        w.overhead + marker_tokens + list.iter().map(|e| entry_tokens(e, tokens)).sum::<u64>()
-    };
-    let mut est = total(&list, &tokens);
+    let base = v.overhead + estimate_tokens(marker_text);
+    let retained = v.est(first, v.len);
+    let mut summary_tokens = summary.as_ref().map_or(0, |x| x.tokens);
+    let mut est = base + summary_tokens + retained;
 
-    // Shrink payloads over each cap in turn, the newest user message protected until the end.
-    let mut shrunk: Vec<Option<Shrunk>> = (0..len).map(|_| None).collect();
+    // shrink_retained_payloads_to_budget: only messages with a payload over the smallest cap can
+    // change; their parts are read once.
+    let smallest = s
+        .emergency_cap
+        .min(s.payload_caps.iter().copied().min().unwrap_or(u64::MAX));
+    let oversized_last = v.last_est < v.h.entries[v.len - 1].est;
+    let mut items: Vec<Item> = Vec::new();
     if est > budget {
-        let caps: Vec<(u64, bool)> = s
+        for pos in first..v.len {
+            let m = v.call.msg(pos);
+            let pending =
+                v.h.pending_masks
+                    .binary_search_by_key(&pos, |x| x.0)
+                    .is_ok();
+            if m.text_len() as u64 <= smallest || pending || (oversized_last && pos + 1 == v.len) {
+                continue;
+            }
+            items.push(Item {
+                pos,
+                parts: parts_of(&m),
+                latest_user: pos + 1 == v.len
+                    && matches!(v.h.entries[pos].kind, Kind::User { .. })
+                    && !is_tool_result(&m),
+            });
+        }
+        let mut summary_bytes = summary.as_ref().map(|x| x.body * 4);
+        let total = |items: &[Item], summary_tokens: u64| {
+            base + summary_tokens + retained - items.iter().map(Item::saved).sum::<u64>()
+        };
+        let caps = s
             .payload_caps
             .iter()
             .map(|&c| (c, false))
-            .chain(std::iter::once((s.emergency_cap, true)))
-            .collect();
+            .chain(std::iter::once((s.emergency_cap, true)));
         for (cap, include_latest_user) in caps {
-            for i in split..len {
-                let m = call.msg(i);
-                let latest_user = i + 1 == len && m.role() == Role::User;
-                let cap = if latest_user && !include_latest_user {
-                    cap.max(LATEST_USER_FLOOR)
-                } else {
-                    cap
-                };
-                let original = m.text().len() as u64;
-                let current = shrunk[i].as_ref().map(|x| x.bytes).unwrap_or(original);
-                if current <= cap || original == 0 {
-                    continue;
+            for it in &mut items {
+                for p in &mut it.parts {
+                    let c = if p.is_text && it.latest_user && !include_latest_user {
+                        cap.max(LATEST_USER_FLOOR)
+                    } else {
+                        cap
+                    };
+                    p.shrink(c);
                 }
-                let label = if is_tool_result(&m) {
-                    "tool_result"
-                } else if m.has_tool_calls() {
-                    "tool_call_arguments"
-                } else {
-                    "text"
-                };
-                let (head, tail, mk) = head_tail(label, original, cap);
-                let bytes = head + tail + mk.len() as u64;
-                let t = (m.tokens() * bytes).div_ceil(original).max(1);
-                tokens[i] = t.min(m.tokens());
-                shrunk[i] = Some(Shrunk {
-                    bytes,
-                    head,
-                    tail,
-                    marker: mk,
-                });
             }
-            est = total(&list, &tokens);
+            // The summary message is a text part too.
+            if let (Some(b), Some(sum)) = (summary_bytes.as_mut(), summary.as_ref()) {
+                if *b > cap {
+                    *b = cap;
+                    summary_tokens = sum.tokens - sum.body + cap / 4;
+                }
+            }
+            est = total(&items, summary_tokens);
             if est <= budget {
                 break;
             }
         }
     }
 
-    // drop_oldest_until_fits: evict after the marker (and after a leading user message), and the
-    // tool results that would be left without their call.
-    let start = match list.first() {
-        Some(Entry::Orig(i)) if call.msg(*i).role() == Role::User => 1,
-        _ => 0,
-    };
-    let mut evicted_summary = false;
-    let mut evict_from = None;
-    let mut evict_to = 0;
-    while list.len() > start + 1 && est > budget {
-        let e = list.remove(start);
-        match e {
-            Entry::Summary => evicted_summary = true,
-            Entry::Orig(i) => {
-                evict_from.get_or_insert(i);
-                evict_to = i + 1;
-            }
+    // Edits: the marker in place of the dropped prefix (merged with the summary it precedes
+    // when nothing was dropped), then each shrunk message as a head and tail of its text.
+    if covered > 0 {
+        let (text, body) = match &summary {
+            Some(sum) => (
+                format!("{marker_text}\n\n{}", sum.text),
+                summary_tokens.saturating_sub(estimate_tokens(&sum.text)),
+            ),
+            None => (marker_text.to_string(), 0),
+        };
+        ops.push(Op {
+            kind: crate::derive::replacement(v.h, covered, text, body),
+            scope: Scope::ThisCall,
+            start: 0,
+            end: covered,
+        });
+    }
+    let mut shrunk_parts = 0;
+    for it in &items {
+        if it.pos < covered {
+            continue;
         }
-        while list.len() > start + 1 {
-            match list[start] {
-                Entry::Orig(i) if is_tool_result(&call.msg(i)) => {
-                    list.remove(start);
-                    evict_from.get_or_insert(i);
-                    evict_to = i + 1;
+        let mut kept: u64 = 0;
+        let mut first_marker = None;
+        for p in &it.parts {
+            match p.shrunk {
+                Some(b) => {
+                    shrunk_parts += 1;
+                    let mk = marker(p.label, p.bytes);
+                    kept += b.saturating_sub(mk.len() as u64);
+                    first_marker.get_or_insert(mk);
                 }
-                _ => break,
+                None => kept += p.bytes,
             }
         }
-        est = total(&list, &tokens);
-    }
-    if let Some(from) = evict_from {
-        // Never leave a result whose call was evicted: widen to the next safe cut.
-        let to = cuts.at_or_after(evict_to);
-        list.retain(|e| !matches!(e, Entry::Orig(i) if *i >= from && *i < to));
-        evict_to = to;
-        est = total(&list, &tokens);
+        let Some(mk) = first_marker else { continue };
+        let m = v.call.msg(it.pos);
+        let chars = m.chars();
+        let kept = (kept * chars / (m.text_len() as u64).max(1)).min(chars);
+        ops.push(Op {
+            kind: OpKind::Truncate {
+                head: kept / 2,
+                tail: kept - kept / 2,
+                marker: mk,
+            },
+            scope: Scope::ThisCall,
+            start: it.pos,
+            end: it.pos + 1,
+        });
     }
 
-    // Ops, in position order.
-    let summary_kept = w.summary.is_some() && !dropped_prefix && !evicted_summary;
-    let mut drops: Vec<(usize, usize)> = Vec::new();
-    if summary_kept {
-        out.op(
-            OpKind::Summarize {
-                role: Role::Assistant,
-                max_tokens: summary_tokens,
-                summarizer_input_tokens: 0,
-                text: TAG.into(),
-            },
-            Scope::Persistent,
-            0..w.summary_end,
-        );
-    } else if split > 0 {
-        drops.push((0, split));
-    }
-    if let Some(from) = evict_from {
-        match drops.last_mut() {
-            Some(last) if last.1 == from => last.1 = evict_to,
-            _ => drops.push((from, evict_to)),
-        }
-    }
-    let dropped = |i: usize| drops.iter().any(|&(a, b)| i >= a && i < b);
-    let mut truncations: Vec<(usize, &Shrunk)> = shrunk
-        .iter()
-        .enumerate()
-        .filter_map(|(i, x)| x.as_ref().map(|x| (i, x)))
-        .filter(|(i, _)| !dropped(*i))
-        .collect();
-    truncations.truncate(MAX_TRUNCATIONS);
-    let mut ops: Vec<(usize, Op)> = drops
-        .iter()
-        .map(|&(a, b)| {
-            (
-                a,
-                Op {
-                    kind: OpKind::Drop,
-                    scope: Scope::Persistent,
-                    start: a,
-                    end: b,
-                },
-            )
-        })
-        .collect();
-    for (i, x) in &truncations {
-        ops.push((
-            *i,
-            Op {
-                kind: OpKind::Truncate {
-                    head: x.head,
-                    tail: x.tail,
-                    marker: x.marker.clone(),
-                },
-                scope: Scope::Persistent,
-                start: *i,
-                end: i + 1,
-            },
-        ));
-    }
-    ops.sort_by_key(|(a, _)| *a);
-    out.ops.extend(ops.into_iter().map(|(_, op)| op));
-
-    let kept = list.len() + 1;
-    let shrunk_count = truncations.len();
-    let lost = if w.summary.is_some() && !summary_kept {
-        " (the cascade's summary went with them)"
-    } else {
-        ""
-    };
+    // enforce_terminal_events.rs: ContextTruncated, CompactionCompleted(Truncate), and
+    // CompactionFailed when the request is still over the budget.
+    let kept_messages = 1 + summary.is_some() as usize + (v.len - first);
     out.event_tokens(
-        EventKind::Note,
-        "CompactionOutcome",
+        EventKind::Truncation,
+        "ContextTruncated",
         format!(
-            "strategy truncate: {} → {} (budget {}), kept {kept} messages; keep_last tried {tried}, all exhausted",
-            fmt_tokens(initial),
-            fmt_tokens(est),
-            fmt_tokens(budget)
+            "dropped {} tokens with no summary, kept {kept_messages} messages; {shrunk_parts} part(s) cut to head/tail",
+            before.saturating_sub(est)
         ),
-        initial,
+        before,
         est,
     );
     out.event_tokens(
-        EventKind::Truncation,
-        "ContextTruncation",
-        format!(
-            "dropped {} tokens with no summary{lost}, kept {kept} messages behind [CONTEXT TRUNCATED]; {shrunk_count} payload(s) cut to head/tail",
-            fmt_tokens(before.saturating_sub(est))
-        ),
-        before,
+        EventKind::Note,
+        "CompactionCompleted",
+        format!("strategy truncate: {initial} → {est} (budget {budget})"),
+        initial,
         est,
     );
     if est > budget {
         out.event_tokens(
             EventKind::Failure,
-            "CompactionFailure",
+            "CompactionFailed",
             format!(
-                "fell_back_to truncate: request still {} > budget {} after terminal truncation",
-                fmt_tokens(est),
-                fmt_tokens(budget)
+                "fell_back_to truncate: terminal truncation still exceeds safety budget ({est} > {budget})"
             ),
             before,
             est,
         );
     }
+    covered
 }

@@ -1,406 +1,562 @@
+//! Each test names the codetether-agent 4.7.4 source file and function whose rule it shows.
+
 use super::*;
 use ctxlab_plugin_api::testing::{TestCall, TestMsg};
 use serde_json::{json, Value};
 
 fn strategy(params: Value) -> Box<dyn Strategy> {
+    let mut params = params;
+    // Logs hold no system prompt: count none unless a test says otherwise.
+    params
+        .as_object_mut()
+        .unwrap()
+        .entry("system_prompt_tokens")
+        .or_insert(json!(0));
     let p = Params::resolve(&config::schema(), &params).unwrap();
     CompressionStrategy.create(p).unwrap()
 }
 
-/// Window 12,048, no max output: usable 10,000, safety budget 9,000.
+/// Window 30,240: safety budget (30,240 − 8,192 − 2,048) × 0.9 = 18,000; chunker target 7,560.
+const WINDOW: u64 = 30_240;
+
 fn call(msgs: Vec<TestMsg>) -> TestCall {
-    let mut c = TestCall::new(msgs).window(12_048);
-    c.budget.max_output = 0;
-    c
+    TestCall::new(msgs).window(WINDOW)
 }
 
-fn users(n: usize, tokens: u64) -> Vec<TestMsg> {
-    (0..n)
-        .map(|i| TestMsg::user(&format!("message {i}")).tokens(tokens))
-        .collect()
+/// A text CodeTether estimates at exactly `n` tokens (one space in four bytes: 4 chars/token).
+fn text(tag: &str, n: usize) -> String {
+    let mut t = format!("{tag} ");
+    while t.len() < 4 * n {
+        t.push_str("abc ");
+    }
+    t.truncate(4 * n);
+    t
 }
 
-fn codes(d: &Decision) -> Vec<(EventKind, &str)> {
-    d.events.iter().map(|e| (e.kind, e.code.as_str())).collect()
+fn user(i: usize, n: usize) -> TestMsg {
+    TestMsg::user(&text(&format!("u{i}"), n))
+}
+fn asst(i: usize, n: usize) -> TestMsg {
+    TestMsg::assistant(&text(&format!("a{i}"), n))
 }
 
-fn event<'a>(d: &'a Decision, code: &str) -> &'a Event {
-    d.events.iter().find(|e| e.code == code).unwrap()
+fn codes(d: &Decision) -> Vec<&str> {
+    d.events.iter().map(|e| e.code.as_str()).collect()
 }
 
-/// No Drop/Summarize range may hold a tool call without its result or the other way round.
-fn assert_pairs_whole(c: &TestCall, d: &Decision) {
-    for op in &d.ops {
-        if !matches!(op.kind, OpKind::Drop | OpKind::Summarize { .. }) {
-            continue;
+fn summarize_end(d: &Decision) -> Option<(usize, u64, &str)> {
+    d.ops.iter().find_map(|o| match &o.kind {
+        OpKind::Summarize {
+            max_tokens, text, ..
+        } => {
+            assert_eq!(o.start, 0);
+            assert_eq!(
+                o.scope,
+                Scope::ThisCall,
+                "CodeTether never edits its history"
+            );
+            Some((o.end, *max_tokens, text.as_str()))
         }
-        for (i, m) in c.messages.iter().enumerate() {
-            for t in &m.tools {
-                for (j, n) in c.messages.iter().enumerate() {
-                    if j != i && n.tools.iter().any(|u| u.id == t.id) {
-                        let a = (op.start..op.end).contains(&i);
-                        let b = (op.start..op.end).contains(&j);
-                        assert_eq!(a, b, "op {op:?} splits tool pair {} ({i}/{j})", t.id);
-                    }
-                }
+        _ => None,
+    })
+}
+
+#[test]
+fn estimate_counts_tool_calls_as_id_name_args_and_images_as_2000() {
+    // token.rs estimate_tokens_for_part: ToolCall → estimate("id name args"), Image → 2000.
+    let mut call_msg = TestMsg::tool_call("call_1", "read", "{\"path\":\"src/main.rs\"}");
+    call_msg.text = "{\"path\":\"src/main.rs\"}".into();
+    let c = call(vec![
+        call_msg,
+        TestMsg::tool_result("call_1", "read", &text("r", 100)),
+        TestMsg::user("look").image(5000),
+    ]);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    let est = d
+        .gauges
+        .iter()
+        .find(|g| g.0 == "codetether_estimate")
+        .unwrap()
+        .1;
+    let call_part = estimate::estimate_tokens("call_1 read {\"path\":\"src/main.rs\"}");
+    assert_eq!(
+        est as u64,
+        call_part + 100 + estimate::estimate_tokens("look") + 2000
+    );
+}
+
+#[test]
+fn budget_reserves_session_max_tokens_not_the_models_output() {
+    // enforce_budget.rs check_budget + token.rs session_completion_max_tokens (8,192 default).
+    let c = call(vec![user(0, 10)]);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(d.gauges[0], ("safety_budget".into(), 18_000.0));
+    // The run's max output (8,000 in TestCall) plays no part; the setting does.
+    let d = c
+        .decide(strategy(json!({"session_max_tokens": 2_192})).as_mut())
+        .unwrap();
+    assert_eq!(
+        d.gauges[0].1,
+        ((30_240.0 - 2_192.0 - 2_048.0) * 0.9_f64).floor()
+    );
+}
+
+#[test]
+fn the_window_comes_from_codetethers_model_table() {
+    // provider/limits.rs context_window_for_model: gpt-4o → 128,000 whatever the run says.
+    let c = call(vec![user(0, 10)]);
+    let d = c
+        .decide(strategy(json!({"model": "openai/gpt-4o"})).as_mut())
+        .unwrap();
+    assert_eq!(
+        d.gauges[0].1,
+        ((128_000.0 - 8_192.0 - 2_048.0) * 0.9_f64).floor()
+    );
+}
+
+#[test]
+fn under_the_safety_budget_nothing_happens() {
+    let c = call((0..18).map(|i| user(i, 1_000)).collect()); // 18,000 = budget
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert!(d.events.is_empty() && d.ops.is_empty(), "{d:?}");
+}
+
+/// [u0, a1..a20 (1,000 each), u21 (the task), a22..a61 (100 each)]: 24,108 tokens.
+fn task_history() -> Vec<TestMsg> {
+    let mut m = vec![user(0, 100)];
+    m.extend((1..=20).map(|i| asst(i, 1_000)));
+    m.push(TestMsg::user("please fix the crash in src/main.rs"));
+    m.extend((22..62).map(|i| asst(i, 100)));
+    m
+}
+
+#[test]
+fn split_point_is_the_last_substantive_user_message_not_len_minus_keep_last() {
+    // active_tail.rs active_tail_start: min(newest substantive user message, len − keep_last).
+    let c = call(task_history());
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(codes(&d), ["CompactionStarted", "CompactionCompleted"]);
+    let (end, body, text) = summarize_end(&d).unwrap();
+    assert_eq!(
+        end, 21,
+        "the active task (u21 and its 40 replies) is never compressed"
+    );
+    // compression_defer.rs context_summary: RlmChunker::compress(context, window × 0.25).
+    assert_eq!(body, 7_560);
+    assert!(text.starts_with("[AUTO CONTEXT COMPRESSION]"));
+    // dropped_toc.rs render_toc: the dropped user turns are listed.
+    assert!(text.contains("[turn 0] u0 abc"), "{text}");
+}
+
+#[test]
+fn short_continuations_do_not_anchor_the_active_tail() {
+    // active_tail.rs is_short_continuation: "continue", "ok", … (≤ 80 chars) are skipped.
+    let mut m = task_history();
+    m.insert(50, TestMsg::user("Continue."));
+    let c = call(m);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(summarize_end(&d).unwrap().0, 21);
+    assert!(history::is_short_continuation("  OK! "));
+    assert!(!history::is_short_continuation("continue with the parser"));
+}
+
+#[test]
+fn without_user_messages_the_split_is_len_minus_keep_last() {
+    let c = call((0..40).map(|i| asst(i, 600)).collect()); // 24,000
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    // keep_last 16: 24 compressed; summary ≈ 7,560 + tag; tail 9,600 → fits.
+    assert_eq!(summarize_end(&d).unwrap().0, 24);
+}
+
+#[test]
+fn cascade_tries_16_then_12_then_8() {
+    // enforce_cascade.rs run_cascade over KEEP_LAST_CANDIDATES [16, 12, 8, 6, 3, 1].
+    let c = call((0..30).map(|i| user(i, 1_000)).collect());
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    let done = &d.events[1];
+    assert_eq!(done.code, "CompactionCompleted");
+    assert!(done.message.contains("[16, 12, 8]"), "{}", done.message);
+    assert_eq!(summarize_end(&d).unwrap().0, 22);
+    assert_eq!(
+        config::schema()
+            .iter()
+            .find(|p| p.name == "keep_last_candidates")
+            .unwrap()
+            .default,
+        json!([16, 12, 8, 6, 3, 1])
+    );
+}
+
+#[test]
+fn every_step_is_derived_again_from_the_full_history() {
+    // context/derive.rs derive_context: a clone of the full history per step, so a session that
+    // stays over budget triggers at every call; the history itself is never edited.
+    let mut s = strategy(json!({}));
+    let mut m = task_history();
+    for step in 0..3 {
+        let d = call(m.clone()).decide(s.as_mut()).unwrap();
+        assert_eq!(codes(&d)[0], "CompactionStarted", "step {step}");
+        assert!(d.ops.iter().all(|o| o.scope == Scope::ThisCall));
+        m.push(asst(100 + step, 100));
+    }
+}
+
+#[test]
+fn a_prefix_compressed_before_gets_the_background_rlm_summary() {
+    // rlm_background::context_summary: the first step spawns the RLM job and uses the chunker;
+    // a later step compressing the same prefix finds the cached summary.
+    let mut s = strategy(json!({"rlm_summary_tokens": 3_000}));
+    let mut m = task_history();
+    let d = call(m.clone()).decide(s.as_mut()).unwrap();
+    assert_eq!(summarize_end(&d).unwrap().1, 7_560);
+    m.push(asst(99, 50));
+    let d = call(m).decide(s.as_mut()).unwrap();
+    assert_eq!(summarize_end(&d).unwrap().1, 3_000);
+    assert!(d.events[1].message.contains("background"));
+}
+
+#[test]
+fn history_trigger_messages_compacts_a_long_history_under_budget() {
+    // enforce_budget.rs check_budget (history_length) and enforce_attempt.rs attempt_fits.
+    let c = call((0..40).map(|i| user(i, 10)).collect());
+    let d = c
+        .decide(strategy(json!({"history_trigger_messages": 30})).as_mut())
+        .unwrap();
+    assert!(d.events[0].message.starts_with("reason history_length"));
+    // 40 > 30 − 16: compress to keep 16; then 17 ≤ 30 − 12 = 18 fits.
+    assert_eq!(summarize_end(&d).unwrap().0, 24);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert!(d.events.is_empty());
+}
+
+#[test]
+fn orphaned_tool_results_go_with_the_prefix() {
+    // experimental/pairing.rs repair_orphans: a result whose call was compressed is dropped.
+    let mut m: Vec<TestMsg> = (0..30)
+        .map(|i| asst(i, if i < 14 { 1_500 } else { 100 }))
+        .collect();
+    m[13] = TestMsg::tool_call("c1", "grep", &text("args", 1_500));
+    m[14] = TestMsg::tool_result("c1", "grep", &text("out", 100));
+    let c = call(m);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    // keep_last 16 splits at 14, between c1 and its result: the result goes too.
+    assert_eq!(summarize_end(&d).unwrap().0, 15);
+}
+
+#[test]
+fn repeated_tool_outputs_become_dedup_markers_once_8_messages_old() {
+    // experimental/dedup.rs dedup_tool_outputs: ≥ 256 bytes, outside the last 8 messages.
+    let big = text("same", 200); // 800 bytes
+    let mut m = vec![
+        user(0, 10),
+        TestMsg::tool_call("a", "read", "{}"),
+        TestMsg::tool_result("a", "read", &big),
+        TestMsg::tool_call("b", "read", "{}"),
+        TestMsg::tool_result("b", "read", &big),
+        TestMsg::tool_call("c", "ls", "{}"),
+        TestMsg::tool_result("c", "ls", "small"),
+        TestMsg::tool_call("d", "ls", "{}"),
+        TestMsg::tool_result("d", "ls", "small"),
+    ];
+    let mut s = strategy(json!({}));
+    let d = call(m.clone()).decide(s.as_mut()).unwrap();
+    assert!(
+        d.ops.is_empty(),
+        "the second copy is still among the last 8"
+    );
+    m.extend((0..6).map(|i| asst(i, 5)));
+    let d = call(m).decide(s.as_mut()).unwrap();
+    assert_eq!(d.ops.len(), 1, "{:?}", d.ops);
+    let op = &d.ops[0];
+    assert_eq!((op.start, op.scope), (4, Scope::Persistent));
+    assert_eq!(
+        op.kind,
+        OpKind::Mask {
+            placeholder: "[DEDUP] identical to tool_call_id=a (800 bytes)".into()
+        }
+    );
+}
+
+#[test]
+fn an_oversized_last_message_is_compressed_to_35_percent_of_the_window() {
+    // compression/oversized.rs compress_last_message_if_oversized.
+    let c = call(vec![user(0, 10), TestMsg::user(&text("paste", 12_000))]);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    let op = d.ops.last().unwrap();
+    assert_eq!((op.start, op.end, op.scope), (1, 2, Scope::ThisCall));
+    let OpKind::Truncate { head, tail, .. } = op.kind else {
+        panic!("{op:?}")
+    };
+    // 35% of 30,240 = 10,584 tokens at 4 chars per token.
+    assert_eq!(head + tail, 42_336);
+    let est = d.gauges[1].1 as u64;
+    assert_eq!(est, 10 + 10_584);
+}
+
+#[test]
+fn terminal_truncation_splits_at_the_active_tail_and_never_evicts() {
+    // compression/terminal.rs terminal_truncate_messages + shrink.rs: the whole history is the
+    // active task (one user message at 0), so the cascade has nothing to compress; terminal
+    // truncation keeps everything and shrinks payloads through the caps, then reports failure.
+    let mut m = vec![user(0, 10)];
+    for i in 0..12 {
+        let id = format!("t{i}");
+        m.push(TestMsg::tool_call(&id, "read", "{}"));
+        m.push(TestMsg::tool_result(
+            &id,
+            "read",
+            &text(&format!("file{i}"), 3_000),
+        ));
+    }
+    let c = call(m);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(
+        codes(&d),
+        [
+            "CompactionStarted",
+            "ContextTruncated",
+            "CompactionCompleted"
+        ]
+    );
+    assert!(d.ops.iter().all(|o| !matches!(o.kind, OpKind::Drop)));
+    // 12 results of 12,000 bytes shrunk to 2,048 bytes (512 tokens) fit 18,000.
+    let truncs = d
+        .ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::Truncate { .. }))
+        .count();
+    assert_eq!(truncs, 12);
+    // A tighter window: even the emergency cap is not enough → CompactionFailed, nothing evicted.
+    let c = TestCall::new(c.messages.clone()).window(12_000);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(codes(&d).last(), Some(&"CompactionFailed"));
+    assert!(d.ops.iter().all(|o| !matches!(o.kind, OpKind::Drop)));
+}
+
+#[test]
+fn terminal_truncation_drops_before_the_active_tail_behind_a_marker() {
+    // enforce_terminal.rs TRUNCATE_KEEP_LAST 4 + active_tail_start + terminal_marker.rs: the
+    // cascade can only re-compress its own summary (the task starts at u21), so terminal
+    // truncation drops everything before the task behind the marker and shrinks the rest.
+    let mut m = vec![user(0, 100)];
+    m.extend((1..=20).map(|i| asst(i, 1_000)));
+    m.push(TestMsg::user("please fix the crash in src/main.rs"));
+    m.extend((22..42).map(|i| asst(i, 1_000)));
+    let d = call(m).decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(
+        codes(&d),
+        [
+            "CompactionStarted",
+            "ContextTruncated",
+            "CompactionCompleted"
+        ]
+    );
+    let (end, body, text) = summarize_end(&d).unwrap();
+    assert_eq!((end, body), (21, 0));
+    assert!(text.starts_with("[CONTEXT TRUNCATED]\nOlder conversation was dropped"));
+    // Each 4,000-byte reply is cut to 2,048 bytes around the fallback marker.
+    let truncs: Vec<_> = d
+        .ops
+        .iter()
+        .filter_map(|o| match &o.kind {
+            OpKind::Truncate { head, tail, marker } => Some((o.start, head + tail, marker)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(truncs.len(), 20);
+    assert!(truncs[0].2.contains("truncated text; original_bytes=4000"));
+    assert_eq!(truncs[0].1, 2_048 - truncs[0].2.len() as u64);
+}
+
+#[test]
+fn terminal_truncation_keeps_the_cascades_summary_when_the_list_is_short() {
+    // terminal.rs: with ≤ TRUNCATE_KEEP_LAST messages left nothing is dropped; the summary
+    // stays behind the "Recent tool output was too large" marker and is shrunk like any text.
+    let c = TestCall::new((0..30).map(|i| user(i, 2_000)).collect()).window(16_000);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(codes(&d)[1], "ContextTruncated");
+    let (end, body, text) = summarize_end(&d).unwrap();
+    assert_eq!((end, body), (29, 2_048));
+    assert!(text.starts_with("[CONTEXT TRUNCATED]\nRecent tool output"));
+    assert!(text.contains("[AUTO CONTEXT COMPRESSION]"));
+}
+
+// ── Export ───────────────────────────────────────────────────────────────────────────────────
+
+/// A mirror of the parts of CodeTether's config structs the export writes, field for field:
+/// `Config` (codetether-agent 4.7.4 src/config/core.rs:11-49: `default_model: Option<String>`,
+/// `rlm: crate::rlm::RlmConfig`, both `#[serde(default)]`) and `RlmConfig` (codetether-rlm 0.1.1
+/// src/config.rs:16-40, defaults from its `config_defaults`). The real crate is not a
+/// dev-dependency: building it takes far longer than CI allows (docs/strategies/codetether.md).
+mod mirror {
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Default)]
+    pub struct Config {
+        #[serde(default)]
+        pub default_model: Option<String>,
+        #[serde(default)]
+        pub rlm: RlmConfig,
+    }
+
+    #[derive(Deserialize)]
+    pub struct RlmConfig {
+        #[serde(default = "mode")]
+        pub mode: String,
+        #[serde(default = "threshold")]
+        pub threshold: f64,
+        #[serde(default = "max_iterations")]
+        pub max_iterations: usize,
+        #[serde(default = "max_subcalls")]
+        pub max_subcalls: usize,
+        #[serde(default = "runtime")]
+        pub runtime: String,
+        pub root_model: Option<String>,
+        pub subcall_model: Option<String>,
+        #[serde(default)]
+        pub history_trigger_messages: usize,
+    }
+
+    fn mode() -> String {
+        "auto".into()
+    }
+    fn threshold() -> f64 {
+        0.35
+    }
+    fn max_iterations() -> usize {
+        15
+    }
+    fn max_subcalls() -> usize {
+        50
+    }
+    fn runtime() -> String {
+        "rust".into()
+    }
+
+    impl Default for RlmConfig {
+        fn default() -> Self {
+            RlmConfig {
+                mode: mode(),
+                threshold: threshold(),
+                max_iterations: max_iterations(),
+                max_subcalls: max_subcalls(),
+                runtime: runtime(),
+                root_model: None,
+                subcall_model: None,
+                history_trigger_messages: 0,
             }
         }
     }
 }
 
-#[test]
-fn under_the_safety_budget_nothing_happens() {
-    let c = call(users(18, 500)); // 9,000 = budget: fits
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    assert!(d.events.is_empty() && d.ops.is_empty());
-    assert_eq!(d.gauges, vec![("safety_budget".to_string(), 9_000.0)]);
+fn tuned() -> Value {
+    json!({
+        "model": "anthropic/claude-sonnet-4-5",
+        "rlm_model": "zai/glm-5",
+        "history_trigger_messages": 120,
+        "session_max_tokens": 16_384,
+        "keep_last_candidates": [20, 10, 5],
+        "truncate_keep_last": 3,
+        "safety_budget_ratio": 0.85,
+        "reserve_overhead_tokens": 4_096,
+        "fallback_chunk_ratio": 0.2,
+        "oversized_last_message_ratio": 0.3,
+        "terminal_payload_caps": [65_536, 8_192],
+        "terminal_emergency_cap_bytes": 512,
+    })
+}
+
+fn export(params: &Value, format: &str) -> String {
+    let p = Params::resolve(&config::schema(), params).unwrap();
+    config::export(&p, format).unwrap()
 }
 
 #[test]
-fn usable_budget_subtracts_max_output_and_the_reserve() {
-    // 200,000 − 8,000 − 2,048 = 189,952; × 0.90 = 170,956.
-    let c = TestCall::new(users(1, 10));
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    assert_eq!(d.gauges[0].1, 170_956.0);
-}
-
-#[test]
-fn table_row_rlm_keep_last_fits() {
-    let c = call(users(40, 500)); // 20,000
-    let d = c
-        .decide(strategy(json!({"rlm_summary_tokens": 500})).as_mut())
-        .unwrap();
+fn exported_toml_reads_into_codetethers_config_with_every_tuned_value() {
+    // config/load.rs parse_config: toml::from_str::<Config>.
+    let text = export(&tuned(), "toml");
+    let cfg: mirror::Config = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(
-        codes(&d),
-        vec![
-            (EventKind::Note, "CompactionStart"),
-            (EventKind::Compaction, "CompactionOutcome")
-        ]
+        cfg.default_model.as_deref(),
+        Some("anthropic/claude-sonnet-4-5")
     );
-    let e = event(&d, "CompactionOutcome");
-    assert!(
-        e.message.starts_with("strategy rlm: 20,000 → 8,500"),
-        "{}",
-        e.message
-    );
-    assert!(
-        e.message.contains("kept 17 messages; keep_last tried 16"),
-        "{}",
-        e.message
-    );
-    assert_eq!((e.tokens_before, e.tokens_after), (20_000, 8_500));
-    assert_eq!(d.ops.len(), 1);
-    let op = &d.ops[0];
-    assert_eq!((op.start, op.end), (0, 24));
+    assert_eq!(cfg.rlm.root_model.as_deref(), Some("zai/glm-5"));
+    assert_eq!(cfg.rlm.history_trigger_messages, 120);
+    // Untouched RlmConfig fields keep CodeTether's defaults.
     assert_eq!(
-        op.kind,
-        OpKind::Summarize {
-            role: Role::Assistant,
-            max_tokens: 500,
-            summarizer_input_tokens: 12_000,
-            text: TAG.into()
-        }
+        (cfg.rlm.mode.as_str(), cfg.rlm.max_iterations),
+        ("auto", 15)
     );
-}
-
-#[test]
-fn keep_last_shrinks_16_then_12_then_8_until_the_request_fits() {
-    let c = call(users(40, 500));
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    let e = event(&d, "CompactionOutcome");
-    // 16: 4,096 + 8,000 > 9,000; 12: 4,096 + 6,000 > 9,000; 8: 4,096 + 4,000 fits.
-    assert!(
-        e.message.contains("keep_last tried 16 → 12 → 8"),
-        "{}",
-        e.message
-    );
-    assert_eq!(e.tokens_after, 8_096);
-    let op = &d.ops[0];
-    assert_eq!((op.start, op.end), (0, 32));
-    let OpKind::Summarize {
-        summarizer_input_tokens,
-        ..
-    } = &op.kind
-    else {
-        panic!("{op:?}")
-    };
-    // Each step re-summarizes the previous summary with the next messages.
     assert_eq!(
-        *summarizer_input_tokens,
-        12_000 + (4_096 + 2_000) + (4_096 + 2_000)
+        (
+            cfg.rlm.threshold,
+            cfg.rlm.max_subcalls,
+            cfg.rlm.runtime.as_str()
+        ),
+        (0.35, 50, "rust")
     );
-}
-
-#[test]
-fn table_row_rlm_error_falls_back_to_chunk_compression() {
-    let c = call(users(40, 500));
-    let d = c
-        .decide(strategy(json!({"rlm_fail_above_tokens": 1000})).as_mut())
-        .unwrap();
-    assert_eq!(
-        d.events.iter().filter(|e| e.code == "rlm_error").count(),
-        3,
-        "one failure per attempt"
-    );
-    let e = event(&d, "CompactionOutcome");
-    assert_eq!(e.kind, EventKind::Compaction);
-    assert!(
-        e.message.starts_with("strategy chunk_compress"),
-        "{}",
-        e.message
-    );
-    // Chunk target = window / 4 = 3,012.
-    let OpKind::Summarize { max_tokens, .. } = &d.ops[0].kind else {
-        panic!()
-    };
-    assert_eq!(*max_tokens, 3_012);
-    assert_eq!(e.tokens_after, 3_012 + 4_000);
-}
-
-#[test]
-fn table_row_all_keep_last_exhausted_applies_terminal_truncation() {
-    let c = call(users(40, 1_500));
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    assert_eq!(
-        codes(&d),
-        vec![
-            (EventKind::Note, "CompactionStart"),
-            (EventKind::Note, "CompactionOutcome"),
-            (EventKind::Truncation, "ContextTruncation")
-        ]
-    );
-    assert!(event(&d, "CompactionOutcome")
-        .message
-        .starts_with("strategy truncate"));
-    assert!(event(&d, "CompactionOutcome")
-        .message
-        .contains("16 → 12 → 8 → 6, all exhausted"));
-    // The last 4 stay, everything older (the cascade's summary too) is dropped outright.
-    assert_eq!(d.ops.len(), 1);
-    assert_eq!(d.ops[0].kind, OpKind::Drop);
-    assert_eq!((d.ops[0].start, d.ops[0].end), (0, 36));
-    let t = event(&d, "ContextTruncation");
-    assert!(
-        t.message.contains("the cascade's summary went with them"),
-        "{}",
-        t.message
-    );
-    assert!(t.tokens_after <= 9_000);
-}
-
-#[test]
-fn table_row_terminal_truncation_still_over_budget_is_a_failure() {
-    let mut msgs = users(10, 100);
-    msgs.push(TestMsg::user("the whole repository").tokens(20_000));
-    let c = call(msgs);
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    let f = event(&d, "CompactionFailure");
-    assert_eq!(f.kind, EventKind::Failure);
-    assert!(
-        f.message.starts_with("fell_back_to truncate"),
-        "{}",
-        f.message
-    );
-    assert!(f.tokens_after > 9_000);
-    // Keep the last 4 (7..11), then evict the oldest retained ones — except a leading user
-    // message, which drop_oldest_until_fits protects — down to the newest.
-    let dropped: usize = d
-        .ops
-        .iter()
-        .filter(|o| o.kind == OpKind::Drop)
-        .map(|o| o.end - o.start)
-        .sum();
-    assert_eq!(dropped, 9);
-    assert!(d.ops.iter().all(|o| !(o.start..o.end).contains(&7)));
-}
-
-#[test]
-fn a_short_history_skips_the_cascade_because_keep_last_16_has_nothing_to_compress() {
-    let c = call(users(10, 1_500)); // 15,000 in 10 messages
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    let e = event(&d, "CompactionOutcome");
-    assert!(
-        e.message.contains("keep_last tried 16, all exhausted"),
-        "{}",
-        e.message
-    );
-    assert_eq!((d.ops[0].start, d.ops[0].end), (0, 6));
-}
-
-#[test]
-fn the_sources_longer_candidate_list_reaches_3_and_1() {
-    let msgs = users(40, 2_000);
-    let doc = call(msgs.clone())
-        .decide(strategy(json!({"rlm_summary_tokens": 500})).as_mut())
-        .unwrap();
-    assert!(doc.events.iter().any(|e| e.code == "ContextTruncation"));
-    let source = call(msgs)
-        .decide(
-            strategy(json!({"rlm_summary_tokens": 500,
-                            "keep_last_candidates": [16, 12, 8, 6, 3, 1]}))
-            .as_mut(),
-        )
-        .unwrap();
-    let e = event(&source, "CompactionOutcome");
-    assert!(
-        e.message.contains("tried 16 → 12 → 8 → 6 → 3"),
-        "{}",
-        e.message
-    );
-    assert_eq!((source.ops[0].start, source.ops[0].end), (0, 37));
-}
-
-#[test]
-fn terminal_truncation_shrinks_oversized_payloads_through_the_caps() {
-    let out = "x".repeat(600_000);
-    let msgs = vec![
-        TestMsg::user("go"),
-        TestMsg::tool_call("c1", "cat", "{}"),
-        TestMsg::tool_result("c1", "cat", &out),
-    ];
-    let mut c = TestCall::new(msgs).window(102_048);
-    c.budget.max_output = 0;
-    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
-    assert!(d.events.iter().all(|e| e.kind != EventKind::Failure));
-    assert_eq!(d.ops.len(), 1);
-    let OpKind::Truncate { head, tail, marker } = &d.ops[0].kind else {
-        panic!("{:?}", d.ops)
-    };
-    assert_eq!((d.ops[0].start, d.ops[0].end), (2, 3));
-    assert!(
-        marker.contains("truncated tool_result; original_bytes=600000"),
-        "{marker}"
-    );
-    // The first cap, 262,144 bytes, is enough here.
-    assert_eq!(head + tail + marker.len() as u64, 262_144);
-    assert!(event(&d, "ContextTruncation").tokens_after <= 90_000);
-}
-
-#[test]
-fn cuts_never_split_a_tool_call_from_its_result() {
-    let mut msgs = vec![TestMsg::user("go")];
-    for i in 0..30 {
-        let id = format!("c{i}");
-        msgs.push(TestMsg::tool_call(&id, "read", "{}").tokens(300));
-        msgs.push(TestMsg::tool_result(&id, "read", "text").tokens(300));
+    assert!(cfg.rlm.subcall_model.is_none());
+    // The environment and the compiled-in constants are in the same file, as comments.
+    for line in [
+        "#   export CODETETHER_SESSION_MAX_TOKENS=16384",
+        "#   export CODETETHER_CONTEXT_POLICY=legacy",
+        "#   export CODETETHER_RLM_MODEL=zai/glm-5",
+        "# const KEEP_LAST_CANDIDATES: [usize; 3] = [20, 10, 5];",
+        "# const TRUNCATE_KEEP_LAST: usize = 3;",
+        "# const SAFETY_BUDGET_RATIO: f64 = 0.85;",
+        "# const RESERVE_OVERHEAD_TOKENS: usize = 4096;",
+        "# const OVERSIZED_LAST_MESSAGE_RATIO: f64 = 0.3;",
+        "# const TERMINAL_PAYLOAD_CAPS: [usize; 2] = [65536, 8192];",
+        "# const TERMINAL_EMERGENCY_CAP_BYTES: usize = 512;",
+        "(ctx_window as f64 * 0.2) as usize, None)",
+    ] {
+        assert!(text.contains(line), "missing {line}\n{text}");
     }
-    for (params, _) in [(json!({}), 0), (json!({"rlm_summary_tokens": 100000}), 1)] {
-        let c = call(msgs.clone());
-        let d = c.decide(strategy(params).as_mut()).unwrap();
-        assert!(!d.ops.is_empty());
-        assert_pairs_whole(&c, &d);
-    }
-}
-
-#[test]
-fn thresholds_draw_the_last_safety_budget() {
-    let mut s = strategy(json!({}));
-    assert!(s.thresholds().is_empty());
-    call(users(1, 1)).decide(s.as_mut()).unwrap();
-    assert_eq!(s.thresholds()[0].tokens, 9_000);
-}
-
-fn param_sets() -> Vec<Value> {
-    let mut out = vec![json!({})];
-    for seed in 1..50u64 {
-        let mut o = serde_json::Map::new();
-        if seed % 3 != 0 {
-            o.insert("rlm_model".into(), json!(format!("provider/model-{seed}")));
-        }
-        if seed % 2 == 0 {
-            let n = 1 + seed as usize % 6;
-            let v: Vec<u64> = (0..n).map(|k| 20 - (k as u64 * 3 + seed % 3)).collect();
-            o.insert("keep_last_candidates".into(), json!(v));
-        }
-        if seed % 4 == 1 {
-            o.insert("truncate_keep_last".into(), json!(1 + seed % 9));
-        }
-        if seed % 5 != 0 {
-            o.insert(
-                "safety_budget_ratio".into(),
-                json!(0.5 + (seed % 49) as f64 / 100.0),
-            );
-        }
-        if seed % 3 == 1 {
-            o.insert("reserve_overhead_tokens".into(), json!(seed * 97));
-        }
-        if seed % 6 == 2 {
-            o.insert(
-                "fallback_chunk_ratio".into(),
-                json!((seed % 9 + 1) as f64 / 10.0),
-            );
-        }
-        if seed % 7 == 3 {
-            let caps: Vec<u64> = (0..(seed % 5 + 1)).map(|k| 100_000 >> k).collect();
-            o.insert("terminal_payload_caps".into(), json!(caps));
-        }
-        if seed % 2 == 1 {
-            o.insert("terminal_emergency_cap_bytes".into(), json!(256 + seed));
-        }
-        out.push(Value::Object(o));
-    }
-    out
+    let env = export(&tuned(), "env");
+    assert!(
+        env.contains("export CODETETHER_SESSION_MAX_TOKENS=16384\n"),
+        "{env}"
+    );
 }
 
 #[test]
 fn export_then_import_gives_the_same_parameters() {
-    for given in param_sets() {
-        let p = Params::resolve(&config::schema(), &given).unwrap();
-        let s = CompressionStrategy.create(p.clone()).unwrap();
-        for f in config::FORMATS {
-            let text = s.export(f).unwrap();
-            let back = CompressionStrategy.import(f, &text).unwrap();
-            let q = Params::resolve(&config::schema(), &back).unwrap();
-            assert_eq!(p, q, "format {f}, params {given}\n{text}");
-        }
+    let schema = config::schema();
+    for params in [json!({}), tuned(), json!({"fallback_chunk_ratio": 0.1})] {
+        let text = export(&params, "toml");
+        let back = config::import("toml", &text).unwrap();
+        let want = Params::resolve(&schema, &params).unwrap();
+        assert_eq!(Params::resolve(&schema, &back).unwrap(), want, "{text}");
     }
+    let back = config::import("env", &export(&tuned(), "env")).unwrap();
+    assert_eq!(back["session_max_tokens"], json!(16_384));
 }
 
 #[test]
-fn export_separates_the_setting_from_the_source_constants() {
-    let s =
-        strategy(json!({"rlm_model": "zai/glm-4.7", "keep_last_candidates": [16, 12, 8, 6, 3, 1]}));
-    let text = s.export("env").unwrap();
+fn import_names_the_line_of_a_bad_value() {
+    let err =
+        config::import("toml", "[rlm]\n# const TRUNCATE_KEEP_LAST: usize = 0;\n").unwrap_err();
     assert!(
-        text.contains("\nCODETETHER_RLM_MODEL=zai/glm-4.7\n"),
-        "{text}"
+        err.contains("line 2") && err.contains("truncate_keep_last"),
+        "{err}"
     );
-    assert!(text.contains("Tuned source constants"), "{text}");
-    assert!(text.contains(
-        "# src/session/helper/compression/enforce_cascade.rs\n# const KEEP_LAST_CANDIDATES: [usize; 6] = [16, 12, 8, 6, 3, 1];"
-    ), "{text}");
+    let err = config::import("toml", "[rlm]\nhistory_trigger_messages = \"x\"\n").unwrap_err();
+    assert!(err.contains("history_trigger_messages"), "{err}");
+    let err = config::import("toml", "# export CODETETHER_CONTEXT_POLICY=reset\n").unwrap_err();
     assert!(
-        !text.contains("SAFETY_BUDGET_RATIO"),
-        "defaults stay out: {text}"
+        err.contains("context_policy") && err.contains("legacy"),
+        "{err}"
     );
-    let full = strategy(json!({})).export("env-full").unwrap();
-    assert!(
-        full.contains("const SAFETY_BUDGET_RATIO: f64 = 0.9;"),
-        "{full}"
-    );
-    assert!(
-        full.contains("const TERMINAL_EMERGENCY_CAP_BYTES: usize = 1024;"),
-        "{full}"
-    );
-    assert!(full.contains("# CODETETHER_RLM_MODEL unset"), "{full}");
 }
 
 #[test]
 fn validation_refuses_what_codetether_could_not_compile() {
-    let p = Params::resolve(&config::schema(), &json!({"keep_last_candidates": []})).unwrap();
-    let e = CompressionStrategy.create(p).err().unwrap();
-    assert!(e.contains("KEEP_LAST_CANDIDATES"), "{e}");
-    let e = CompressionStrategy
-        .import("env", "# const KEEP_LAST_COUNT: usize = 3;\n")
-        .unwrap_err();
-    assert!(
-        e.contains("line 1") && e.contains("unknown constant KEEP_LAST_COUNT"),
-        "{e}"
-    );
-    let e = CompressionStrategy
-        .import("env", "# const SAFETY_BUDGET_RATIO: f64 = 1.5;\n")
-        .unwrap_err();
-    assert!(e.contains("maximum"), "{e}");
-    let e = CompressionStrategy.import("toml", "").unwrap_err();
-    assert!(e.contains("env, env-full"), "{e}");
+    for bad in [
+        json!({"keep_last_candidates": []}),
+        json!({"keep_last_candidates": [16, 0]}),
+        json!({"terminal_payload_caps": []}),
+    ] {
+        let p = Params::resolve(&config::schema(), &bad).unwrap();
+        assert!(CompressionStrategy.create(p).is_err(), "{bad}");
+    }
 }

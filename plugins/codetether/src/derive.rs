@@ -1,0 +1,367 @@
+//! One step's derivation (codetether-agent 4.7.4 `src/session/context/derive.rs` `derive_context`
+//! with the Legacy policy): the oversized-last-message pass, tool-output dedup, the budget gate,
+//! the keep_last cascade, terminal truncation, and pair repair — on CodeTether's own estimates.
+
+use crate::estimate::{estimate_tokens, Span};
+use crate::history::{History, Kind};
+use crate::{terminal, Settings};
+use ctxlab_plugin_api::hash::Fnv;
+use ctxlab_plugin_api::*;
+use std::hash::Hasher;
+
+const SUMMARY_HEAD: &str = "[AUTO CONTEXT COMPRESSION]\nOlder conversation + tool output was compressed to fit the model context window.\n\n";
+const SUMMARY_TAIL: &str = "\n\n[RECOVERY] If you need specific details that this summary dropped (exact file paths, prior tool output, earlier user instructions, numeric values), call the `session_recall` tool with a targeted query instead of guessing or asking the user to repeat themselves.";
+/// `messages_to_rlm_context` heads every message with `[idx role]\n`: about this many tokens.
+const RENDER_TOKENS_PER_MESSAGE: u64 = 3;
+/// dropped_toc.rs: at most 10 user turns, 70 chars each.
+const TOC_ENTRIES: usize = 10;
+const TOC_EXCERPT_CHARS: usize = 70;
+/// experimental/dedup.rs `KEEP_LAST_MESSAGES` and `MIN_DEDUP_BYTES`.
+pub const DEDUP_KEEP_LAST: usize = 8;
+pub const DEDUP_MIN_BYTES: usize = 256;
+
+/// A synthetic message at the head of CodeTether's list: the cascade's summary.
+#[derive(Clone, Debug)]
+pub(crate) struct Summary {
+    /// CodeTether's estimate of the whole message.
+    pub tokens: u64,
+    /// The summary body (chunker or RLM output) in tokens: the simulated part.
+    pub body: u64,
+    /// The literal text around the body (tag, dropped-range index, recovery note).
+    pub text: String,
+    pub rlm: bool,
+}
+
+/// CodeTether's message list during one derivation: an optional summary, then the history from
+/// position `start` on. `chain` identifies the compressed prefix (the background RLM cache key).
+#[derive(Clone, Debug)]
+pub(crate) struct List {
+    pub summary: Option<Summary>,
+    pub start: usize,
+    pub chain: u64,
+}
+
+impl List {
+    fn full() -> List {
+        List {
+            summary: None,
+            start: 0,
+            chain: 0,
+        }
+    }
+}
+
+/// The history as this step's derivation sees it.
+pub(crate) struct View<'c, 'a> {
+    pub call: &'c Call<'a>,
+    pub h: &'c History,
+    pub len: usize,
+    pub overhead: u64,
+    pub window: u64,
+    /// The last message's estimate after the oversized-last-message pass.
+    pub last_est: u64,
+}
+
+impl View<'_, '_> {
+    /// Estimate of history positions `a..b` in this step's derivation.
+    pub fn est(&self, a: usize, b: usize) -> u64 {
+        if a < b && b == self.len {
+            self.h.est(a, b - 1) + self.last_est
+        } else {
+            self.h.est(a, b)
+        }
+    }
+    /// `estimate_request_tokens(system_prompt, messages, tools)` of a list.
+    pub fn list_est(&self, l: &List) -> u64 {
+        self.overhead + l.summary.as_ref().map_or(0, |s| s.tokens) + self.est(l.start, self.len)
+    }
+    pub fn count(&self, l: &List) -> usize {
+        l.summary.is_some() as usize + (self.len - l.start)
+    }
+    /// History position of list index `i` (not the summary).
+    pub fn position(&self, l: &List, i: usize) -> usize {
+        l.start + i - l.summary.is_some() as usize
+    }
+    /// `active_tail_start(messages, keep_last)` (active_tail.rs:7-17) as a list index: the newest
+    /// substantive user message (else any user message), but no later than `len − keep_last`.
+    pub fn active_tail_start(&self, l: &List, keep_last: usize) -> usize {
+        let recent = self.count(l).saturating_sub(keep_last);
+        match self.h.anchor(l.start) {
+            Some(p) => (l.summary.is_some() as usize + p - l.start).min(recent),
+            None => recent,
+        }
+    }
+    /// Where the derived context resumes after a prefix ending at `start`: pair repair
+    /// (experimental/pairing.rs `repair_orphans`) drops the tool-result messages whose calls
+    /// went with the prefix; the host's rule that a call and its result go together widens it
+    /// further in the rare case CodeTether would keep a result without its call.
+    pub fn repaired_end(&self, start: usize) -> usize {
+        let mut q = start;
+        while q < self.len {
+            let e = &self.h.entries[q];
+            let orphan = e.kind == Kind::ToolResults
+                && e.answers_up_to.is_some_and(|c| (c as usize) < start);
+            if !orphan {
+                break;
+            }
+            q += 1;
+        }
+        while q < self.len && !self.h.safe_cut(q) {
+            q += 1;
+        }
+        q
+    }
+}
+
+/// `render_toc` (dropped_toc.rs:18-42) over the prefix `l[..split]`: the first ten user turns
+/// with their first line, for the summary's literal text.
+fn dropped_toc(v: &View<'_, '_>, l: &List, end: usize, prefix_len: usize) -> String {
+    let base = l.summary.is_some() as usize;
+    let mut lines = Vec::new();
+    for &p in v.h.users_from(l.start, TOC_ENTRIES) {
+        if p >= end {
+            break;
+        }
+        let text = v.call.msg(p).text();
+        let line = text.trim().lines().next().unwrap_or_default();
+        if line.is_empty() {
+            continue;
+        }
+        let mut s: String = line.chars().take(TOC_EXCERPT_CHARS).collect();
+        if line.chars().count() > TOC_EXCERPT_CHARS {
+            s.push('…');
+        }
+        lines.push(format!("  [turn {}] {s}", base + p - l.start));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let users = v.h.users_in(l.start, end);
+    if users > TOC_ENTRIES {
+        lines.push(format!("  … plus {} more user turns", users - TOC_ENTRIES));
+    }
+    format!(
+        "\n\n[DROPPED-RANGE INDEX] turns 0-{} were compressed. User turns in that range:\n{}\nRetrieve any of them via `context_browse` (action=show_turn, turn=N) or a targeted `session_recall` query.",
+        prefix_len.saturating_sub(1),
+        lines.join("\n")
+    )
+}
+
+/// `compress_messages_keep_last` (keep_last.rs:32-69): everything before the active tail becomes
+/// one summary message: the background RLM summary when an earlier step compressed the same
+/// prefix (`rlm_background::context_summary`), else `RlmChunker::compress(context, window × 0.25)`
+/// at once (compression_defer.rs:21-27). `None` when there is nothing to compress.
+fn compress(
+    v: &View<'_, '_>,
+    s: &Settings,
+    l: &List,
+    keep_last: usize,
+    seen: &std::collections::HashSet<u64>,
+) -> Option<List> {
+    let count = v.count(l);
+    if count <= keep_last {
+        return None;
+    }
+    let split = v.active_tail_start(l, keep_last);
+    if split == 0 {
+        return None;
+    }
+    let start = v.position(l, split);
+    let context = l.summary.as_ref().map_or(0, |x| x.tokens)
+        + v.est(l.start, start)
+        + RENDER_TOKENS_PER_MESSAGE * split as u64;
+    if context == 0 {
+        return None;
+    }
+    let mut key = Fnv::default();
+    key.write_u64(l.chain);
+    key.write_u64(start as u64);
+    let chain = key.finish();
+    let rlm = s.rlm_cache && seen.contains(&chain);
+    let body = if rlm {
+        context.min(s.rlm_summary_tokens)
+    } else {
+        context.min((v.window as f64 * s.fallback_chunk_ratio) as u64)
+    };
+    let text = format!(
+        "{SUMMARY_HEAD}{}{SUMMARY_TAIL}",
+        dropped_toc(v, l, start, split)
+    );
+    Some(List {
+        summary: Some(Summary {
+            tokens: estimate_tokens(&text) + body,
+            body,
+            text,
+            rlm,
+        }),
+        start,
+        chain,
+    })
+}
+
+/// The edit standing for positions `0..end` replaced by one synthetic message of literal `text`
+/// and a simulated part of `body` tokens. The host refuses a summary larger than what it
+/// replaces (CodeTether's markers are inserted, whatever their size): when the literal cannot
+/// fit even at its upper bound (a token per byte), only its first line is kept, then nothing
+/// (a plain drop); the simulated part is capped to what is left.
+pub(crate) fn replacement(h: &History, end: usize, text: String, body: u64) -> OpKind {
+    const MESSAGE_TOKENS: u64 = 16;
+    let replaced = h.host_tokens(0, end);
+    let upper = |t: &str| t.len() as u64 + MESSAGE_TOKENS;
+    let short = text.lines().next().unwrap_or_default().to_string();
+    for t in [text, short] {
+        if upper(&t) <= replaced {
+            let body = body.min(replaced - upper(&t));
+            return OpKind::Summarize {
+                role: Role::Assistant,
+                max_tokens: body,
+                summarizer_input_tokens: 0,
+                text: t,
+            };
+        }
+    }
+    OpKind::Drop
+}
+
+/// Derives this call's request; returns the safety budget.
+pub(crate) fn derive(call: &Call<'_>, s: &Settings, h: &mut History, out: &mut Decision) -> u64 {
+    let len = call.len();
+    let window = s.window(call);
+    let budget = s.safety_budget(window);
+    out.gauge("safety_budget", budget as f64);
+    if len == 0 {
+        return budget;
+    }
+    h.dedup(call, DEDUP_KEEP_LAST, DEDUP_MIN_BYTES);
+    let mut ops: Vec<Op> = Vec::new();
+
+    // compress_last_message_if_oversized (oversized.rs:37-70): text over 35% of the window is
+    // replaced by the chunker's projection to that size.
+    let last = &h.entries[len - 1];
+    let threshold = (window as f64 * s.oversized_ratio) as u64;
+    let mut last_est = last.est;
+    if last.text_est > threshold {
+        last_est = last.est - last.text_est + threshold;
+        let m = call.msg(len - 1);
+        let cpt = Span::of(m.text()).chars_per_token();
+        let keep_bytes = (threshold as f64 * cpt) as u64;
+        let chars = m.chars();
+        let keep = (keep_bytes * chars / (m.text_len() as u64).max(1)).min(chars);
+        ops.push(Op {
+            kind: OpKind::Truncate {
+                head: keep / 2,
+                tail: keep - keep / 2,
+                marker:
+                    "\n\n[oversized last message: RlmChunker::compress to 35% of the window]\n\n"
+                        .into(),
+            },
+            scope: Scope::ThisCall,
+            start: len - 1,
+            end: len,
+        });
+    }
+    let v = View {
+        call,
+        h,
+        len,
+        overhead: s.overhead(call),
+        window,
+        last_est,
+    };
+
+    // check_budget (enforce_budget.rs:27-56).
+    let full = List::full();
+    let initial = v.list_est(&full);
+    out.gauge("codetether_estimate", initial as f64);
+    let history_over = s.history_trigger > 0 && len >= s.history_trigger;
+    let reason = if initial <= budget && !history_over {
+        None
+    } else if history_over && initial <= budget {
+        Some("history_length")
+    } else {
+        Some("context_budget")
+    };
+    let mut covered = 0;
+    let mut keys = Vec::new();
+    if let Some(reason) = reason {
+        out.event_tokens(
+            EventKind::Note,
+            "CompactionStarted",
+            format!("reason {reason}: estimate {initial} / safety budget {budget}"),
+            initial,
+            budget,
+        );
+        // run_cascade (enforce_cascade.rs:25-64).
+        let mut l = full;
+        let mut fits = false;
+        let mut tried = Vec::new();
+        for &k in &s.candidates {
+            let est = v.list_est(&l);
+            let still_long =
+                s.history_trigger > 0 && v.count(&l) > s.history_trigger.saturating_sub(k);
+            if est <= budget && !still_long {
+                fits = true;
+                break;
+            }
+            tried.push(k);
+            match compress(&v, s, &l, k, &v.h.compressed) {
+                Some(next) => {
+                    keys.push(next.chain);
+                    l = next;
+                }
+                None => break,
+            }
+        }
+        let est = v.list_est(&l);
+        fits = fits || est <= budget;
+        if fits {
+            if let Some(sum) = &l.summary {
+                covered = v.repaired_end(l.start);
+                ops.push(Op {
+                    kind: replacement(v.h, covered, sum.text.clone(), sum.body),
+                    scope: Scope::ThisCall,
+                    start: 0,
+                    end: covered,
+                });
+            }
+            out.event_tokens(
+                EventKind::Compaction,
+                "CompactionCompleted",
+                format!(
+                    "strategy {}: {initial} → {est}, kept {} messages; keep_last tried {tried:?}",
+                    match &l.summary {
+                        Some(x) if x.rlm => "rlm (background summary)",
+                        Some(_) => "rlm (chunker fallback)",
+                        None => "rlm",
+                    },
+                    v.count(&l)
+                ),
+                initial,
+                est,
+            );
+        } else {
+            covered = terminal::apply(&v, s, &l, budget, initial, &mut ops, out);
+        }
+    }
+    let h_len = h.pending_masks.len();
+    // Dedup markers go to the host once the message is sent at all (not under this step's
+    // summary); they stay pending otherwise.
+    let from = h.pending_masks.partition_point(|&(p, _)| p < covered);
+    let masks: Vec<(usize, String)> = h.pending_masks.drain(from..h_len).collect();
+    for (p, marker) in masks {
+        h.masked(p);
+        ops.push(Op {
+            kind: OpKind::Mask {
+                placeholder: marker,
+            },
+            scope: Scope::Persistent,
+            start: p,
+            end: p + 1,
+        });
+    }
+    h.compressed.extend(keys);
+    ops.retain(|o| o.start >= covered || (o.start == 0 && o.end == covered));
+    ops.sort_by_key(|o| o.start);
+    out.ops.extend(ops);
+    budget
+}

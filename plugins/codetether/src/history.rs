@@ -1,0 +1,331 @@
+//! One agent's history as CodeTether sees it, kept incrementally between calls.
+//!
+//! CodeTether derives every step's context from a clone of the full, append-only history
+//! (`src/session/context/derive.rs` `derive_context`). The plugin never edits the host's history
+//! with a compaction (its summaries and truncations are this-call view filters), so the history
+//! the host hands over only grows: what CodeTether recomputes per step from the whole history is
+//! kept here and extended by the new messages only. Per message: its estimate, whether it anchors
+//! the active tail, and where the tool pairs around it end.
+
+use crate::estimate::{Span, IMAGE_TOKENS};
+use ctxlab_plugin_api::hash::{Fnv, FnvMap};
+use ctxlab_plugin_api::{Msg, Role};
+use std::hash::Hasher;
+
+/// Longest text `is_short_continuation` still compares (active_tail.rs, SHORT_CONTINUATION_CHARS).
+const SHORT_CONTINUATION_CHARS: usize = 80;
+/// The short follow-ups that do not anchor the active task (active_tail.rs `is_short_continuation`).
+const CONTINUATIONS: &[&str] = &[
+    "continue",
+    "status",
+    "resume",
+    "go on",
+    "keep going",
+    "hey",
+    "ok",
+    "okay",
+    "yes",
+    "y",
+];
+
+/// How CodeTether's message list would hold this message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `Role::User` with text: an active-tail anchor candidate.
+    User {
+        substantive: bool,
+    },
+    /// Tool results only (`Role::Tool`): pair repair drops it when its calls are gone.
+    ToolResults,
+    Other,
+}
+
+pub(crate) struct Entry {
+    pub id: u64,
+    pub kind: Kind,
+    /// CodeTether's estimate of the message as derived (after tool-output dedup).
+    pub est: u64,
+    /// Estimate of its text parts only (what the oversized-last-message rule measures).
+    pub text_est: u64,
+    /// Latest position of a call this message's results answer (for pair repair); `None` when
+    /// it answers no call of the history.
+    pub answers_up_to: Option<u32>,
+}
+
+pub(crate) struct History {
+    pub entries: Vec<Entry>,
+    /// `cum[i]`: sum of `est` over positions `< i`.
+    cum: Vec<u64>,
+    /// The same over the host's token counts, lowered to 0 where a dedup marker replaced the
+    /// message (a lower bound of what the host holds).
+    host_cum: Vec<u64>,
+    /// Positions of user messages, and of the substantive ones, ascending.
+    users: Vec<usize>,
+    substantive: Vec<usize>,
+    /// `reach[q]`: the latest position of a result answering a call made before position `q`
+    /// (0 when none): cut `q` is safe when `reach[q] < q`.
+    reach: Vec<u32>,
+    calls: FnvMap<Vec<u8>, u32>,
+    /// Tool-output dedup (experimental/dedup.rs): first sighting of each large result.
+    seen: FnvMap<(u64, u64), String>,
+    dedup_upto: usize,
+    /// Dedup markers decided but not yet sent to the host as edits: (position, placeholder).
+    pub pending_masks: Vec<(usize, String)>,
+    /// Prefixes compressed at an earlier step: their background RLM summary is cached by now.
+    pub compressed: std::collections::HashSet<u64>,
+}
+
+fn content_key(body: &str) -> (u64, u64) {
+    let mut h = Fnv::default();
+    h.write(body.as_bytes());
+    (h.finish(), body.len() as u64)
+}
+
+/// `is_short_continuation` on a user message's text.
+pub(crate) fn is_short_continuation(text: &str) -> bool {
+    let t = text.trim();
+    if t.len() > SHORT_CONTINUATION_CHARS {
+        return false;
+    }
+    let lower = t.to_ascii_lowercase();
+    let trimmed = lower.trim_matches(|c: char| c.is_ascii_punctuation());
+    CONTINUATIONS.contains(&trimmed)
+}
+
+/// Whether CodeTether would hold `m` as a tool-results message (its results in a `Role::Tool`).
+pub(crate) fn is_tool_result(m: &Msg<'_>) -> bool {
+    m.role() == Role::Tool || (m.has_tool_results() && m.role() != Role::Assistant)
+}
+
+/// One message's parts as CodeTether estimates them: each tool part on its own, the text parts
+/// as what the host's flattened text holds besides the tool bodies.
+pub(crate) struct Parts {
+    pub text: Span,
+    /// (span as estimated, is a result, body bytes).
+    pub tools: Vec<(Span, bool, u64)>,
+    pub images: u64,
+}
+
+impl Parts {
+    pub fn of(m: &Msg<'_>) -> Parts {
+        let all = Span::of_bytes(m.text().as_bytes());
+        let mut bodies = Span::default();
+        let mut tools = Vec::new();
+        for t in m.tools() {
+            let body = Span::of(t.body());
+            bodies = bodies.plus(body).plus(Span { bytes: 1, ws: 1 });
+            let est = if t.is_result() {
+                body
+            } else {
+                // token.rs estimate_tokens_for_part: `id + ' ' + name + ' ' + arguments`.
+                Span::of(t.id())
+                    .plus(Span::of(t.name()))
+                    .plus(body)
+                    .plus(Span { bytes: 2, ws: 2 })
+            };
+            tools.push((est, t.is_result(), body.bytes));
+        }
+        // The host joins parts with '\n'; what is left after the tool bodies is the text parts.
+        let text = if tools.is_empty() {
+            all
+        } else {
+            all.minus(bodies)
+        };
+        Parts {
+            text,
+            tools,
+            images: m.images() as u64,
+        }
+    }
+    pub fn tokens(&self) -> u64 {
+        self.text.tokens()
+            + self.tools.iter().map(|t| t.0.tokens()).sum::<u64>()
+            + self.images * IMAGE_TOKENS
+    }
+}
+
+impl History {
+    pub fn new() -> History {
+        History {
+            entries: Vec::new(),
+            cum: vec![0],
+            host_cum: vec![0],
+            users: Vec::new(),
+            substantive: Vec::new(),
+            reach: vec![0],
+            calls: FnvMap::default(),
+            seen: FnvMap::default(),
+            dedup_upto: 0,
+            pending_masks: Vec::new(),
+            compressed: Default::default(),
+        }
+    }
+
+    /// Whether the first `len` messages of the view are the ones this history holds.
+    pub fn matches(&self, call: &ctxlab_plugin_api::Call<'_>) -> bool {
+        let n = self.entries.len();
+        n <= call.len() && (n == 0 || call.msg(n - 1).id() == self.entries[n - 1].id)
+    }
+
+    /// Appends the messages of the view this history has not seen yet.
+    pub fn sync(&mut self, call: &ctxlab_plugin_api::Call<'_>) {
+        for p in self.entries.len()..call.len() {
+            let m = call.msg(p);
+            let parts = Parts::of(&m);
+            let kind = if is_tool_result(&m) {
+                Kind::ToolResults
+            } else if m.role() == Role::User {
+                Kind::User {
+                    substantive: !is_short_continuation(m.text()),
+                }
+            } else {
+                Kind::Other
+            };
+            match kind {
+                Kind::User { substantive } => {
+                    self.users.push(p);
+                    if substantive {
+                        self.substantive.push(p);
+                    }
+                }
+                Kind::ToolResults | Kind::Other => {}
+            }
+            // Cut p + 1 (after this message) is reached by whatever reached cut p.
+            let carried = *self.reach.last().unwrap_or(&0);
+            self.reach.push(carried);
+            let mut answers_up_to: Option<u32> = None;
+            for t in m.tools() {
+                if !t.is_result() {
+                    self.calls.insert(t.id_bytes().to_vec(), p as u32);
+                } else if let Some(&c) = self.calls.get(t.id_bytes()) {
+                    answers_up_to = Some(answers_up_to.map_or(c, |a| a.max(c)));
+                    if (c as usize) < p {
+                        // Cuts c+1..=p separate the call from this result.
+                        for q in c as usize + 1..=p {
+                            if self.reach[q] < p as u32 {
+                                self.reach[q] = p as u32;
+                            }
+                        }
+                    }
+                }
+            }
+            let est = parts.tokens();
+            let text_est = parts.text.tokens();
+            self.cum.push(self.cum[p] + est);
+            self.host_cum.push(self.host_cum[p] + m.tokens());
+            self.entries.push(Entry {
+                id: m.id(),
+                kind,
+                est,
+                text_est,
+                answers_up_to,
+            });
+        }
+    }
+
+    /// Sum of the estimates of positions `a..b`.
+    pub fn est(&self, a: usize, b: usize) -> u64 {
+        self.cum[b] - self.cum[a]
+    }
+
+    /// At least the host's tokens of positions `a..b`.
+    pub fn host_tokens(&self, a: usize, b: usize) -> u64 {
+        self.host_cum[b] - self.host_cum[a]
+    }
+
+    /// The host now holds a dedup marker at `p`: count it as nothing (a lower bound).
+    pub fn masked(&mut self, p: usize) {
+        let old = self.host_cum[p + 1] - self.host_cum[p];
+        for c in &mut self.host_cum[p + 1..] {
+            *c -= old;
+        }
+    }
+
+    /// Cut `q` (between positions q − 1 and q) separates no tool call from its result.
+    pub fn safe_cut(&self, q: usize) -> bool {
+        q == 0 || q >= self.entries.len() || (self.reach[q] as usize) < q
+    }
+
+    /// The newest user message at or after `from` (substantive ones first), as
+    /// `active_user_tail_start`'s `user_anchor` finds it.
+    pub fn anchor(&self, from: usize) -> Option<usize> {
+        let last = |v: &[usize]| v.last().copied().filter(|&p| p >= from);
+        last(&self.substantive).or_else(|| last(&self.users))
+    }
+
+    /// Positions of the first `n` user messages at or after `from`.
+    pub fn users_from(&self, from: usize, n: usize) -> &[usize] {
+        let i = self.users.partition_point(|&p| p < from);
+        &self.users[i..(i + n).min(self.users.len())]
+    }
+
+    /// User messages in `a..b`.
+    pub fn users_in(&self, a: usize, b: usize) -> usize {
+        self.users.partition_point(|&p| p < b) - self.users.partition_point(|&p| p < a)
+    }
+
+    /// experimental/dedup.rs `dedup_tool_outputs`, extended to the messages that have aged past
+    /// the last `keep_last` since the previous call: a result of `min_bytes` or more identical to
+    /// an earlier one becomes `[DEDUP] identical to tool_call_id=<first> (<N> bytes)`. Once a
+    /// message is eligible it stays so and its first sighting never changes, so the marker is
+    /// what every later derivation sends: it is kept as a persistent edit of the message.
+    pub fn dedup(
+        &mut self,
+        call: &ctxlab_plugin_api::Call<'_>,
+        keep_last: usize,
+        min_bytes: usize,
+    ) {
+        let eligible = self.entries.len().saturating_sub(keep_last);
+        for p in self.dedup_upto..eligible {
+            let m = call.msg(p);
+            if !m.has_tool_results() {
+                continue;
+            }
+            let mut markers: Vec<String> = Vec::new();
+            let mut all = true;
+            let mut saved = 0u64;
+            for t in m.tools().filter(|t| t.is_result()) {
+                let body = t.body();
+                if body.len() < min_bytes {
+                    all = false;
+                    continue;
+                }
+                let key = content_key(body);
+                match self.seen.get(&key) {
+                    Some(first) => {
+                        let marker = format!(
+                            "[DEDUP] identical to tool_call_id={first} ({} bytes)",
+                            body.len()
+                        );
+                        saved += Span::of(body)
+                            .tokens()
+                            .saturating_sub(Span::of(&marker).tokens());
+                        markers.push(marker);
+                    }
+                    None => {
+                        all = false;
+                        self.seen.insert(key, t.id().to_string());
+                    }
+                }
+            }
+            if markers.is_empty() {
+                continue;
+            }
+            self.set_est(p, self.entries[p].est.saturating_sub(saved));
+            let only_results =
+                m.role() != Role::Assistant && Parts::of(&m).text.bytes <= m.tools().count() as u64;
+            if all && only_results && !m.is_pinned() {
+                self.pending_masks.push((p, markers.join("\n")));
+            }
+        }
+        self.dedup_upto = self.dedup_upto.max(eligible);
+    }
+
+    fn set_est(&mut self, p: usize, est: u64) {
+        let old = self.entries[p].est;
+        self.entries[p].est = est;
+        for c in &mut self.cum[p + 1..] {
+            *c = *c - old + est;
+        }
+    }
+}
