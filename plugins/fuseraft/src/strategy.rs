@@ -21,6 +21,9 @@ use ctxlab_plugin_api::sdk::*;
 use std::collections::{HashMap, VecDeque};
 
 pub const SLIDING_PLACEHOLDER: &str = "[result omitted — sliding window]";
+/// A kept tool result that fuseraft's checkpoint resume does not replay.
+pub const RESUME_PLACEHOLDER: &str =
+    "[tool result not replayed after compaction — checkpoint resume]";
 /// fuseraft's `CompactionPlugin.FunctionName`: an agent calling it requests a compaction.
 pub const COMPACTION_TOOL: &str = "compact_conversation";
 /// Size of `ConversationCompactor.SummaryPrompt` without the history (about 1,450 chars).
@@ -36,7 +39,7 @@ enum UnitKind {
 /// One `AgentMessage` of fuseraft's session history, as it lies in the agent's context.
 #[derive(Debug, Clone, Copy)]
 struct Unit {
-    /// Position of its first message plus the agent's `shift` at the time it was recorded.
+    /// Position of its first message.
     start: usize,
     kind: UnitKind,
     /// `Content.Length`: the chars of the user message or of the turn's assistant messages.
@@ -61,17 +64,15 @@ struct AgentState {
     prefix_est4: u64,
     prefix_est3: u64,
     units: VecDeque<Unit>,
-    /// Positions removed so far: a unit's position is `start − shift`.
-    shift: usize,
     assistant_units: u64,
     /// Σ chars/4 per unit (window mode's estimate) and Σ chars/3 (the pre-turn estimate).
     est4: u64,
     est3: u64,
-    /// Assistant text replies longer than MaxReplayChars (positions + shift), when it is set.
+    /// Assistant text replies longer than MaxReplayChars (positions), when it is set.
     verbose: Vec<usize>,
     /// call id → (tool, arguments), for the artifact stub.
     calls: HashMap<String, (String, String)>,
-    /// Tool results (position + shift, chars/4) for MaxToolResultTokens, when it is set.
+    /// Tool results (position, chars/4) for MaxToolResultTokens, when it is set.
     results: VecDeque<(usize, u64)>,
     results_est: u64,
     /// Cumulative input tokens since the last compaction.
@@ -90,8 +91,6 @@ struct AgentState {
     /// `ConversationCompactor._recentSavings`: (compacted − 1) / total per compaction.
     savings: VecDeque<f64>,
     thrash_noted: bool,
-    /// Position of the summary written at the previous call, whose size is known at this one.
-    summary_at: Option<usize>,
     turns_compacted: u64,
     cap_warning_on: bool,
     op_cap_noted: bool,
@@ -126,7 +125,7 @@ fn est3(chars: u64) -> u64 {
 
 impl AgentState {
     fn pos(&self, u: &Unit) -> usize {
-        u.start - self.shift
+        u.start
     }
 
     fn add_unit(&mut self, u: Unit) {
@@ -136,16 +135,6 @@ impl AgentState {
         self.est4 += est4(u.chars);
         self.est3 += est3(u.chars);
         self.units.push_back(u);
-    }
-
-    fn pop_unit(&mut self) -> Option<Unit> {
-        let u = self.units.pop_front()?;
-        if u.kind == UnitKind::Assistant {
-            self.assistant_units -= 1;
-        }
-        self.est4 -= est4(u.chars);
-        self.est3 -= est3(u.chars);
-        Some(u)
     }
 
     /// Takes in one message at position `i` (appended since the previous call).
@@ -163,11 +152,11 @@ impl AgentState {
             && !m.is_pinned()
             && m.chars() > self.window.max_replay_chars
         {
-            self.verbose.push(i + self.shift);
+            self.verbose.push(i);
         }
         if m.has_tool_results() {
             let e = est4(m.chars());
-            self.results.push_back((i + self.shift, e));
+            self.results.push_back((i, e));
             self.results_est += e;
         }
         let leading = self.units.is_empty() && i == self.prefix;
@@ -181,7 +170,7 @@ impl AgentState {
             return;
         }
         let unit = |kind, chars, open, req| Unit {
-            start: i + self.shift,
+            start: i,
             kind,
             chars,
             open,
@@ -223,7 +212,6 @@ impl AgentState {
         self.prefix_est4 = 0;
         self.prefix_est3 = 0;
         self.units.clear();
-        self.shift = 0;
         self.assistant_units = 0;
         self.est4 = 0;
         self.est3 = 0;
@@ -236,35 +224,6 @@ impl AgentState {
         self.turn_start = upto;
         self.in_turn.clear();
         self.masked = 0;
-    }
-
-    /// Positions at or after `end` move by `removed` after a persistent cut of `start..end`
-    /// (always a prefix of the session history).
-    fn cut(&mut self, start: usize, end: usize, removed: usize) {
-        let shift = |p: usize| {
-            if p >= end {
-                Some(p - removed)
-            } else if p < start {
-                Some(p)
-            } else {
-                None
-            }
-        };
-        let s = self.shift;
-        self.verbose.retain(|&p| p - s >= end);
-        while self.results.front().is_some_and(|&(p, _)| p - s < end) {
-            if let Some((_, e)) = self.results.pop_front() {
-                self.results_est -= e;
-            }
-        }
-        self.shift += removed;
-        self.turn_start = shift(self.turn_start).unwrap_or(start);
-        self.in_turn = self
-            .in_turn
-            .iter()
-            .filter_map(|&(p, c)| shift(p).map(|p| (p, c)))
-            .collect();
-        self.masked = self.masked.min(self.in_turn.len());
     }
 
     /// `ContextBudgetManager.Reset` + `_justCompacted = true` (`PostCompactionReset`).
@@ -325,10 +284,6 @@ fn pair_safe(call: &Call, start: usize, mut end: usize) -> usize {
 struct Compacted {
     start: usize,
     end: usize,
-    /// Units removed from the front of the session history.
-    units: usize,
-    /// 1 for a summary, 0 for window drops.
-    replaced_by: usize,
 }
 
 impl Fuseraft {
@@ -505,12 +460,7 @@ impl Fuseraft {
             );
         }
         st.turns_compacted += turns_removed;
-        Some(Compacted {
-            start,
-            end,
-            units: k,
-            replaced_by: 1,
-        })
+        Some(Compacted { start, end })
     }
 
     /// `ConversationCompactor.TrimToWindow`: drop the oldest user / assistant messages (leading
@@ -573,68 +523,83 @@ impl Fuseraft {
             before,
             before - tokens,
         );
-        Some(Compacted {
-            start,
-            end,
-            units: k,
-            replaced_by: 0,
-        })
+        Some(Compacted { start, end })
     }
 
-    /// Brings the units in step with a compaction the host applies after this decision.
-    fn apply_to_state(st: &mut AgentState, k: &Compacted) {
-        for _ in 0..k.units {
-            st.pop_unit();
-        }
-        let removed = (k.end - k.start) - k.replaced_by;
-        st.cut(k.start, k.end, removed);
-        if k.replaced_by == 1 {
-            // The summary's size is known at the next call.
-            let u = Unit {
-                start: k.start + st.shift,
-                kind: UnitKind::Summary,
-                chars: 0,
-                open: false,
-                requests_compaction: false,
-            };
-            st.units.push_front(u);
-            st.summary_at = Some(k.start);
-        }
-    }
-
-    /// Checkpoint-resume replay (`ContextWindowFilter.TruncateReplayContent`): after a
-    /// compaction the session resumes from the checkpoint, and retained non-summary assistant
-    /// text longer than MaxReplayChars (0: the global 2,000) is cut.
+    /// Checkpoint-resume replay: after a compaction fuseraft resumes the session from the
+    /// checkpoint, rebuilding each kept message from its `AgentMessage` — its Content only, through
+    /// `ContextWindowFilter.TruncateReplayContent` — so kept non-summary assistant text over
+    /// MaxReplayChars (0: `DefaultMaxReplayChars` 2,000) is cut, and the kept turns' tool frames
+    /// and results, which an AgentMessage does not carry, are gone. A ctxlab op cannot take the
+    /// tool calls out of a message that also has text: such a message keeps its calls and its
+    /// results become a placeholder. Returns the ranges it edited.
     fn resume_replay(
         st: &AgentState,
         call: &Call,
         from: usize,
         to: usize,
         out: &mut Decision,
-    ) -> Vec<usize> {
+    ) -> Vec<(usize, usize)> {
         let cap = st.window.resume_replay_chars();
-        let mut cut = Vec::new();
+        // Calls made by messages that keep their text: their results are masked, not dropped.
+        let mut kept_calls: Vec<&str> = Vec::new();
         for i in from..to {
             let m = call.msg(i);
-            if m.role() == Role::Assistant
-                && !m.has_tool_calls()
+            if m.has_tool_calls() && (!view::is_pure_frame(&m) || m.is_pinned()) {
+                kept_calls.extend(m.tools().filter(|t| !t.is_result()).map(|t| t.id()));
+            }
+        }
+        let mut edited: Vec<(usize, usize)> = Vec::new();
+        let mut drop_from: Option<usize> = None;
+        let mut flush = |drop_from: &mut Option<usize>, i: usize, out: &mut Decision| {
+            if let Some(s) = drop_from.take() {
+                out.drop_range(s..i, Scope::Persistent);
+                edited.push((s, i));
+            }
+        };
+        let mut single: Vec<(usize, OpKind)> = Vec::new();
+        for i in from..to {
+            let m = call.msg(i);
+            let droppable = !m.is_pinned()
                 && !m.is_summary()
-                && !m.is_pinned()
-                && m.chars() > cap
-            {
-                out.op(
+                && ((m.has_tool_calls() && view::is_pure_frame(&m))
+                    || (m.has_tool_results()
+                        && !m.has_tool_calls()
+                        && m.tools()
+                            .filter(|t| t.is_result())
+                            .all(|t| !kept_calls.contains(&t.id()))));
+            if droppable {
+                drop_from.get_or_insert(i);
+                continue;
+            }
+            flush(&mut drop_from, i, out);
+            if m.is_pinned() || m.is_summary() {
+                continue;
+            }
+            if m.has_tool_results() && !m.has_tool_calls() {
+                single.push((
+                    i,
+                    OpKind::Mask {
+                        placeholder: RESUME_PLACEHOLDER.into(),
+                    },
+                ));
+            } else if m.role() == Role::Assistant && !m.has_tool_calls() && m.chars() > cap {
+                single.push((
+                    i,
                     OpKind::Truncate {
                         head: cap,
                         tail: 0,
                         marker: view::replay_marker(m.chars()),
                     },
-                    Scope::Persistent,
-                    i..i + 1,
-                );
-                cut.push(i);
+                ));
             }
         }
-        cut
+        flush(&mut drop_from, to, out);
+        for (i, kind) in single {
+            out.op(kind, Scope::Persistent, i..i + 1);
+            edited.push((i, i + 1));
+        }
+        edited
     }
 }
 
@@ -706,17 +671,6 @@ impl Strategy for Fuseraft {
             }
         }
         st.started = true;
-        if let Some(p) = st.summary_at.take() {
-            if let Some(u) = st.units.front_mut() {
-                if u.kind == UnitKind::Summary && p < n {
-                    let chars = call.msg(p).chars();
-                    u.chars = chars;
-                    st.est4 += est4(chars);
-                    st.est3 += est3(chars);
-                }
-            }
-        }
-
         st.cumulative += call.prev_input_tokens();
         st.turn_input += call.prev_input_tokens();
 
@@ -873,9 +827,9 @@ impl Strategy for Fuseraft {
             st.in_turn.clear();
             st.masked = 0;
         }
-        let mut resumed: Vec<usize> = Vec::new();
         if let Some(k) = &compacted {
-            resumed = Fuseraft::resume_replay(st, call, k.end, ckpt_end, out);
+            let edited = Fuseraft::resume_replay(st, call, k.end, ckpt_end, out);
+            locked.extend(edited);
         }
         // 3. Artifact offloading (at production time) and the in-turn sliding window.
         let in_range =
@@ -971,7 +925,7 @@ impl Strategy for Fuseraft {
                 );
             }
         }
-        for p in persistent_positions.into_iter().chain(resumed) {
+        for p in persistent_positions {
             locked.push((p, p + 1));
         }
 
@@ -1030,12 +984,10 @@ impl Strategy for Fuseraft {
             // Only MaxReplayChars (when set) and the tool-result window apply: their positions
             // are tracked, and only the newest `room` edits are looked at.
             let cap = w.max_replay_chars;
-            let s = st.shift;
             let mut picked: Vec<(usize, bool)> = Vec::new();
             let mut wanted = 0;
             if cap > 0 {
                 for &p in st.verbose.iter().rev() {
-                    let p = p - s;
                     if p < st.turn_start && p < n && !in_range(p, &locked) {
                         wanted += 1;
                         if picked.len() < room {
@@ -1051,7 +1003,6 @@ impl Strategy for Fuseraft {
             if limit_t > 0 && st.results_est > limit_t && st.results.len() > keep as usize {
                 let evict = st.results.len() - keep as usize;
                 for &(p, _) in st.results.iter().take(evict).rev() {
-                    let p = p - s;
                     if p < n && !in_range(p, &locked) {
                         wanted += 1;
                         if picked.len() < room {
@@ -1089,15 +1040,9 @@ impl Strategy for Fuseraft {
         out.ops.sort_by_key(|o| o.start);
 
         // 5. Bring the state in step with the context the host will hold after this decision.
-        let mut len = n;
-        if let Some(k) = compacted {
-            Fuseraft::apply_to_state(st, &k);
-            len -= (k.end - k.start) - k.replaced_by;
-            if new_turn {
-                st.turn_start = len;
-            }
-        }
-        st.len = len;
+        // A compaction rewrites the kept messages too (checkpoint resume): the next call reads
+        // the (now short) context again.
+        st.len = if compacted.is_some() { usize::MAX } else { n };
         out.gauge("cumulative_since_compaction", st.cumulative as f64);
         out.gauge("assistant_turns", st.assistant_units as f64);
         Ok(())
@@ -1211,7 +1156,6 @@ fn tool_result_window(st: &AgentState, b: &BudgetConfig, plan: &mut [Action]) {
     }
     let evict = st.results.len() - keep;
     for &(p, _) in st.results.iter().take(evict) {
-        let p = p - st.shift;
         if p < plan.len() && matches!(plan[p], Action::Keep | Action::Truncate { .. }) {
             plan[p] = Action::Mask(view::EVICTED);
         }

@@ -744,3 +744,63 @@ fn thresholds_are_on_the_cumulative_since_compaction_line() {
         .iter()
         .any(|t| t.kind == ThresholdKind::Cutover && t.tokens == 120000 && t.label == "CutoverAt"));
 }
+
+/// Checkpoint resume (CompactionCoordinator.TryTriggerCompactionAsync → resume from the
+/// checkpoint; AgentMessage carries Content and tool-call records, not results): the kept turns'
+/// tool frames and results are not replayed. A message with text and tool calls keeps its calls
+/// (a ctxlab op cannot split it), so its results become a placeholder.
+#[test]
+fn checkpoint_resume_does_not_replay_kept_tool_results() {
+    let mut sim = Sim::new(json!({"TriggerTurnCount": 2, "KeepRecentTurns": 1}));
+    sim.call("main", vec![TestMsg::user("a")]);
+    sim.call(
+        "main",
+        vec![
+            TestMsg::tool_call("c1", "read_file", r#"{"path":"x"}"#),
+            TestMsg::tool_result("c1", "read_file", "xx"),
+        ],
+    );
+    sim.call(
+        "main",
+        vec![TestMsg::assistant("done1"), TestMsg::user("b")],
+    );
+    sim.call(
+        "main",
+        vec![
+            TestMsg::tool_call("c2", "read_file", r#"{"path":"y"}"#),
+            TestMsg::tool_result("c2", "read_file", "yy"),
+        ],
+    );
+    let mut mixed = TestMsg::tool_call("c3", "shell_run", r#"{"command":"ls"}"#);
+    mixed.text = "let me look at the tree first".into();
+    sim.call(
+        "main",
+        vec![mixed, TestMsg::tool_result("c3", "shell_run", "a b c")],
+    );
+    let d = sim.call(
+        "main",
+        vec![TestMsg::assistant("done2"), TestMsg::user("c")],
+    );
+    assert!(has(&d, "compaction"), "{:?}", d.events);
+    let ctx = sim.context("main");
+    let ids: Vec<&str> = ctx
+        .iter()
+        .flat_map(|m| m.tools.iter().map(|t| t.id.as_str()))
+        .collect();
+    assert!(!ids.contains(&"c1") && !ids.contains(&"c2"), "{ids:?}");
+    let c3 = ctx
+        .iter()
+        .find(|m| m.tools.iter().any(|t| t.id == "c3" && t.is_result))
+        .expect("c3 result kept");
+    assert!(
+        c3.text.contains("not replayed after compaction"),
+        "{}",
+        c3.text
+    );
+    let texts: Vec<&str> = ctx.iter().map(|m| m.text.as_str()).collect();
+    // The summary, then the kept turn (its pure frame and result gone), then the new request.
+    assert_eq!(
+        &texts[1..],
+        &["let me look at the tree first", texts[2], "done2", "c"]
+    );
+}
