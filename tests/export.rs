@@ -237,3 +237,119 @@ fn the_cli_writes_the_checked_config_from_params_or_a_profile() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no profile loose"));
 }
+
+/// A fuseraft config as `fuseraft init` writes it (InitTemplates.Minimal: everything under
+/// `Orchestration:`), with a Compaction section the user set by hand.
+const FUSERAFT_FILE: &str = "Orchestration:
+  Name: Minimal Agent
+  Agents:
+    - Name: Agent
+      Instructions: |
+        Complete the task.
+      Model:
+        ModelId: gpt-4o
+      Plugins:
+        - FileSystem
+      ContextWindow:
+        MaxTailMessages: 40
+    - Name: Reviewer
+      Instructions: review
+      Model:
+        ModelId: gpt-4o
+  Compaction:
+    Mode: intent
+    TriggerTurnCount: 80
+  Selection:
+    Type: sequential
+";
+
+/// `ctxlab export --into`: the export merges into the user's fuseraft file under its
+/// `Orchestration:` root; the file's other keys stay, every tuned value arrives, and the result
+/// reads back (by the plugin's import, which follows fuseraft's binding) to the tuned values.
+#[test]
+fn export_into_merges_into_a_whole_fuseraft_config_and_keeps_its_other_keys() {
+    let reg = registry();
+    let e = entry(&reg, "fuseraft.compaction");
+    let params = json!({"TriggerTurnCount": 33, "KeepRecentTurns": 7, "CutoverAt": 120000,
+                        "Agents": "{\"Reviewer\": {\"TextOnly\": true}}"});
+    let m = ctxlab::export::merge_into(&e, &params, None, FUSERAFT_FILE).unwrap();
+    let doc: Value =
+        serde_json::to_value(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&m.text).unwrap())
+            .unwrap();
+    let o = &doc["Orchestration"];
+    assert_eq!(o["Name"], json!("Minimal Agent"));
+    assert_eq!(o["Selection"], json!({"Type": "sequential"}));
+    let agent = &o["Agents"][0];
+    assert_eq!(agent["Model"], json!({"ModelId": "gpt-4o"}));
+    assert_eq!(agent["Plugins"], json!(["FileSystem"]));
+    assert_eq!(agent["ContextWindow"]["MaxTailMessages"], json!(40));
+    let reviewer = &o["Agents"][1];
+    assert_eq!(reviewer["Instructions"], json!("review"));
+    assert_eq!(reviewer["ContextWindow"]["TextOnly"], json!(true));
+    // The export's every-value format overrides the file's hand-set Mode.
+    assert_eq!(o["Compaction"]["Mode"], json!("llm"));
+    assert_eq!(o["Compaction"]["TriggerTurnCount"], json!(33));
+    assert_eq!(o["ContextBudget"]["CutoverAt"], json!(120000));
+    let back = Params::resolve(&e.meta.params, &e.import("fuseraft", &m.text).unwrap()).unwrap();
+    assert_eq!(back.int("TriggerTurnCount"), 33);
+    assert_eq!(back.int("KeepRecentTurns"), 7);
+    assert_eq!(back.str("Mode"), "llm");
+    // What only the file sets is reported, not hidden: the Agent's MaxTailMessages.
+    assert!(
+        m.kept_from_file.iter().any(|k| k.starts_with("Agents:")),
+        "{:?}",
+        m.kept_from_file
+    );
+    // Not YAML: a clear error.
+    let err = ctxlab::export::merge_into(&e, &params, None, "[a")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not valid YAML"), "{err}");
+}
+
+#[test]
+fn the_cli_export_into_writes_the_merged_file_and_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fuseraft.yaml");
+    std::fs::write(&file, FUSERAFT_FILE).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args([
+            "export",
+            "-s",
+            "fuseraft.compaction",
+            "--param",
+            "WarnAt=5000",
+            "--into",
+        ])
+        .arg(&file)
+        .env("CTXLAB_PLUGIN_PATH", build_dir())
+        .env("CTXLAB_DB", dir.path().join("db.sqlite"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("Minimal Agent") && text.contains("WarnAt: 5000"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("fuseraft.yaml.bak")).unwrap(),
+        FUSERAFT_FILE
+    );
+}
+
+/// A structured parameter given as valid but not compact, sorted JSON (or as YAML) is the same
+/// setting as the plugin's compact read-back: parsed values are compared, not text.
+#[test]
+fn a_structured_parameter_in_any_layout_survives_the_round_trip_check() {
+    let reg = registry();
+    let e = entry(&reg, "fuseraft.compaction");
+    for agents in [
+        "{\"Reviewer\": {\"TextOnly\": true, \"MaxTurnAge\": 3}}",
+        "{ \"Reviewer\" : { \"MaxTurnAge\" : 3 , \"TextOnly\" : true } }",
+        "Reviewer:\n  TextOnly: true\n  MaxTurnAge: 3\n",
+    ] {
+        ctxlab::export::config(&e, &json!({ "Agents": agents }), None)
+            .unwrap_or_else(|err| panic!("{agents}: {err}"));
+    }
+}

@@ -25,8 +25,12 @@ pub struct Args {
     #[arg(long)]
     format: Option<String>,
     /// Write here instead of printing.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "into")]
     output: Option<PathBuf>,
+    /// Merge into this existing config file (YAML), keeping its other keys; the file's old
+    /// content is saved beside it as FILE.bak. Default format: the strategy's every-value one.
+    #[arg(long, value_name = "FILE")]
+    into: Option<PathBuf>,
     /// The library file (default: $CTXLAB_DB, else the user data folder).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
@@ -47,11 +51,28 @@ pub fn run(args: Args) -> Result<()> {
     {
         params.extend(o);
     }
-    let text = ctxlab::export::config(
-        entry,
-        &serde_json::Value::Object(params),
-        args.format.as_deref(),
-    )?;
+    let params = serde_json::Value::Object(params);
+    if let Some(path) = &args.into {
+        let existing = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let merged = ctxlab::export::merge_into(entry, &params, args.format.as_deref(), &existing)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        let backup = path.with_extension(match path.extension() {
+            Some(x) => format!("{}.bak", x.to_string_lossy()),
+            None => "bak".into(),
+        });
+        std::fs::write(&backup, &existing).map_err(|e| Error::io(&backup, e))?;
+        std::fs::write(path, &merged.text).map_err(|e| Error::io(path, e))?;
+        eprintln!(
+            "merged into {} (its other keys kept; comments are not; the old file is {})",
+            path.display(),
+            backup.display()
+        );
+        for k in &merged.kept_from_file {
+            eprintln!("  still set by the file, not by the export: {k}");
+        }
+        return Ok(());
+    }
+    let text = ctxlab::export::config(entry, &params, args.format.as_deref())?;
     match &args.output {
         Some(p) => {
             std::fs::write(p, &text).map_err(|e| Error::io(p, e))?;
