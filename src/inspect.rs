@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::model::{AgentIdx, Session, Warning};
-use crate::replay::{recorded_raw_tokens_prepared, Prepared};
+use crate::replay::{recorded_contexts_prepared, Prepared, RawContext};
 use crate::tokens::{calibrate, calibrate::samples, Calibration, TokenCounter};
 use ctxlab_plugin_api::sdk::fmt_tokens;
 
@@ -91,19 +91,19 @@ pub struct CompactionReport {
 /// the counts).
 pub fn summarize(session: &Session, counter: &dyn TokenCounter) -> SessionReport {
     let prepared = Prepared::counts(session, counter);
-    let raw = recorded_raw_tokens_prepared(session, &prepared, counter)
+    let raw = recorded_contexts_prepared(session, &prepared, counter)
         .expect("prepared from this session with this counter");
     summarize_prepared(session, &prepared, &raw)
 }
 
 /// As `summarize`, from a session already counted (`Prepared::counts` or `Prepared::new`, kept
 /// by the app and grown by `tokens::LiveCounts` while a log is followed) and its per-call
-/// contexts (`raw[i]` for `session.calls[i]`, as `replay::recorded_raw_tokens_prepared` returns
-/// them).
-pub fn summarize_prepared(
+/// contexts (`raw[i]` for `session.calls[i]`, as `replay::recorded_contexts_prepared` returns
+/// them; bare totals from `recorded_raw_tokens_prepared` are taken as all counted).
+pub fn summarize_prepared<R: Copy + Into<RawContext>>(
     session: &Session,
     prepared: &Prepared,
-    raw: &[Option<u64>],
+    raw: &[Option<R>],
 ) -> SessionReport {
     let calibration = calibrate(&samples(session, raw));
     let agent_count = session.agents.len();
@@ -137,9 +137,10 @@ pub fn summarize_prepared(
             }
         }
         if let Some(r) = raw.get(i).copied().flatten() {
-            s.estimated_peak_context = s.estimated_peak_context.max(r);
+            let r: RawContext = r.into();
+            s.estimated_peak_context = s.estimated_peak_context.max(r.total());
             if let Some(c) = &calibration {
-                let predicted = c.predict(call.agent, r);
+                let predicted = c.predict_context(call.agent, r);
                 s.calibrated_peak_context =
                     Some(s.calibrated_peak_context.unwrap_or(0).max(predicted));
             }

@@ -141,10 +141,30 @@ pub struct MessageFlags {
     /// Not part of the model's context (UI-only or metadata entries kept for display).
     #[serde(default, skip_serializing_if = "is_false")]
     pub meta: bool,
+    /// The size of this message in the model's context as the provider recorded it (Claude
+    /// Code: the final `output_tokens` of the reply; Codex: the response's `output_tokens`).
+    /// Where set, every count of the message is this figure, not the counter's estimate of its
+    /// parts (docs/tokens.md, "Recorded sizes"). Readers set it only from final usage, never
+    /// from a streaming snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_tokens: Option<u64>,
+    /// Tokens of content the model's context holds but the log does not show: thinking written
+    /// as a bare signature, encrypted reasoning. Part of `recorded_tokens` when that is set;
+    /// otherwise an estimate added to the count of the parts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hidden_tokens: u64,
+    /// The hidden tokens leave the context when the agent's next human user message arrives
+    /// (Codex reasoning; thinking of the Claude models that keep only the current turn's).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hidden_until_user: bool,
 }
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -175,6 +195,16 @@ impl Message {
             Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
+    }
+
+    /// A message a person wrote to the agent (a new request): a user message that is not a
+    /// tool answer, a summary, an injected reminder or a display-only entry. Reasoning kept
+    /// "until the next user message" leaves the context when one of these arrives.
+    pub fn is_human_turn(&self) -> bool {
+        self.role == Role::User
+            && !self.flags.injected
+            && !self.flags.is_summary
+            && !self.flags.meta
     }
 
     /// Total characters of text-like content (text, thinking, tool args and results).

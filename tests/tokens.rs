@@ -155,6 +155,7 @@ fn calibration_recovers_overhead_and_ratio_from_noisy_calls() {
             agent,
             raw,
             recorded,
+            known: 0,
         });
     }
     let c = calibrate(&samples).unwrap();

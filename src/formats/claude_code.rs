@@ -60,6 +60,9 @@ struct Entry<'a> {
     custom_title: LenientStr,
     #[serde(default)]
     summary: LenientStr,
+    /// `attachment` entries: what Claude Code injects into the next user turn.
+    #[serde(borrow, default)]
+    attachment: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -72,6 +75,10 @@ struct ApiMessage<'a> {
     content: StrOrBlocks<Block<'a>>,
     #[serde(default)]
     usage: Option<ApiUsage>,
+    /// Set on the entry that carries the response's final usage (2.1.1xx and later); the
+    /// entries of 2.1.3x carry streaming snapshots and no stop reason.
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +93,9 @@ pub(crate) struct ApiUsage {
     cache_creation_input_tokens: Count,
     #[serde(default)]
     cache_creation: Option<CacheCreation>,
+    /// Per-iteration usage (2.1.18x); the real usage when the top-level fields are 0.
+    #[serde(default)]
+    iterations: Option<Vec<ApiUsage>>,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +108,30 @@ pub(crate) struct CacheCreation {
 
 impl ApiUsage {
     pub(crate) fn to_usage(&self) -> Usage {
+        let top = self.input_tokens.get()
+            + self.cache_read_input_tokens.get()
+            + self.cache_creation_input_tokens.get();
+        if top == 0 {
+            // Some 2.1.18x entries leave the top level at 0 (at most a cache-creation breakdown
+            // of one part of the call) and write the real figures per iteration: the context is
+            // the last iteration's, the output all iterations'.
+            if let Some(last) = self.iterations.as_deref().and_then(<[ApiUsage]>::last) {
+                let mut u = last.own_usage();
+                u.output = self
+                    .iterations
+                    .iter()
+                    .flatten()
+                    .map(|i| i.output_tokens.get())
+                    .sum::<u64>()
+                    .max(self.output_tokens.get());
+                return u;
+            }
+        }
+        self.own_usage()
+    }
+
+    /// The top-level fields, iterations aside.
+    fn own_usage(&self) -> Usage {
         let total = self.cache_creation_input_tokens.get();
         let (w5, w1) = match &self.cache_creation {
             Some(c) => {
@@ -146,6 +180,9 @@ pub(crate) struct Block<'a> {
     is_error: Option<bool>,
     #[serde(borrow, default)]
     source: Option<ImageSource<'a>>,
+    /// A thinking block's signature: all the log keeps of thinking that 2.1.1xx+ writes empty.
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -164,6 +201,9 @@ struct CompactMeta<'a> {
     pre_tokens: Count,
     #[serde(rename = "preservedSegment", borrow, default)]
     preserved: Option<PreservedSegment<'a>>,
+    /// Tools loaded on demand before the compaction: their schemas stay after it.
+    #[serde(rename = "preCompactDiscoveredTools", default)]
+    discovered_tools: Option<Vec<serde::de::IgnoredAny>>,
 }
 
 #[derive(Deserialize)]
@@ -249,8 +289,27 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for LenientAny<T> {
     }
 }
 
-/// Converts Anthropic content blocks into parts (shared with other Anthropic-shaped logs).
-pub(crate) fn push_blocks(content: StrOrBlocks<Block<'_>>, parts: &mut Vec<Part>) {
+/// What content blocks put in the model's context that their parts do not show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Unseen {
+    /// Signature characters of thinking blocks written without their text (the thinking is in
+    /// the model's context, the log shows only its signature).
+    pub signature: u64,
+    /// `tool_reference` blocks: each loads a tool's schema into the context (ToolSearch).
+    pub tool_references: u64,
+}
+
+impl std::ops::AddAssign for Unseen {
+    fn add_assign(&mut self, o: Unseen) {
+        self.signature += o.signature;
+        self.tool_references += o.tool_references;
+    }
+}
+
+/// Converts Anthropic content blocks into parts (shared with other Anthropic-shaped logs), and
+/// tells what the blocks hold that the parts do not show.
+pub(crate) fn push_blocks(content: StrOrBlocks<Block<'_>>, parts: &mut Vec<Part>) -> Unseen {
+    let mut unseen = Unseen::default();
     match content {
         StrOrBlocks::Str(text) => {
             if !text.is_empty() {
@@ -260,13 +319,15 @@ pub(crate) fn push_blocks(content: StrOrBlocks<Block<'_>>, parts: &mut Vec<Part>
         StrOrBlocks::None => {}
         StrOrBlocks::Blocks(blocks) => {
             for b in blocks {
-                push_block(b, parts);
+                unseen += push_block(b, parts);
             }
         }
     }
+    unseen
 }
 
-fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
+fn push_block(b: Block<'_>, parts: &mut Vec<Part>) -> Unseen {
+    let mut unseen = Unseen::default();
     let kind = b.kind.as_deref().unwrap_or("");
     match kind {
         "text" => {
@@ -275,9 +336,13 @@ fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
             }
         }
         "thinking" => {
-            if let Some(text) = b.thinking.0 {
-                parts.push(Part::Thinking { text });
+            let text = b.thinking.0.unwrap_or_default();
+            if text.is_empty() {
+                // Signature-only (2.1.1xx+): the thinking is there, unseen.
+                unseen.signature = b.signature.as_deref().map_or(0, |s| s.len() as u64);
+                return unseen;
             }
+            parts.push(Part::Thinking { text });
         }
         "tool_use" | "server_tool_use" | "mcp_tool_use" => parts.push(Part::ToolCall {
             id: b.id.0.unwrap_or_default(),
@@ -308,6 +373,7 @@ fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
                                 }
                             }
                             Some("image" | "document") => images.push(image_part(ib.source)),
+                            Some("tool_reference") => unseen.tool_references += 1,
                             _ => {}
                         }
                     }
@@ -322,6 +388,7 @@ fn push_block(b: Block<'_>, parts: &mut Vec<Part>) {
         }
         _ => {}
     }
+    unseen
 }
 
 fn image_part(src: Option<ImageSource<'_>>) -> Part {
@@ -333,6 +400,86 @@ fn image_part(src: Option<ImageSource<'_>>) -> Part {
         None => (String::new(), 0),
     };
     Part::Image { media_type, bytes }
+}
+
+/// The text an attachment puts in the model's context, and the tokens of fixed reminder text
+/// it adds; `None` for attachments the model never sees (hook messages shown to the user,
+/// permission bookkeeping, unknown kinds).
+fn attachment_text(a: &serde_json::Value) -> Option<(String, u64)> {
+    use serde_json::Value;
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            Value::Object(o) => {
+                // A file's or a memory's text; else the whole object (todo items) as JSON.
+                if let Some(c) = o.get("content").filter(|c| !c.is_null()) {
+                    strings(c, out)
+                } else if let Some(f) = o.get("file") {
+                    strings(f, out)
+                } else {
+                    out.push(v.to_string())
+                }
+            }
+            _ => {}
+        }
+    }
+    let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
+    if matches!(kind, "task_reminder" | "todo_reminder") {
+        // The reminder's fixed text, and one line per item (not the item's JSON).
+        let items = a.get("content").and_then(Value::as_array);
+        let lines: Vec<String> = items
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let field = |k: &str| i.get(k).and_then(Value::as_str).unwrap_or("");
+                let subject = match field("subject") {
+                    "" => field("content"),
+                    s => s,
+                };
+                format!("#{}. [{}] {}", field("id"), field("status"), subject)
+            })
+            .collect();
+        let fixed = if kind == "task_reminder" {
+            TASK_REMINDER_TOKENS
+        } else {
+            TODO_REMINDER_TOKENS
+        };
+        return Some((lines.join("\n"), fixed));
+    }
+    let fixed = match kind {
+        "file"
+        | "compact_file_reference"
+        | "queued_command"
+        | "skill_listing"
+        | "hook_success"
+        | "hook_additional_context"
+        | "nested_memory"
+        | "deferred_tools_delta"
+        | "agent_listing_delta"
+        | "mcp_instructions_delta"
+        | "edited_text_file"
+        | "selected_lines_in_ide"
+        | "opened_file_in_ide"
+        | "diagnostics"
+        | "plan_mode"
+        | "critical_system_reminder" => 0,
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    for field in [
+        "filename",
+        "prompt",
+        "content",
+        "addedBlocks",
+        "addedNames",
+        "addedTypes",
+    ] {
+        if let Some(v) = a.get(field) {
+            strings(v, &mut out);
+        }
+    }
+    Some((out.join("\n"), fixed))
 }
 
 /// A user message made only of tool results (and the images they returned) answers tool calls.
@@ -348,12 +495,101 @@ pub(crate) fn user_role(parts: &[Part]) -> Role {
     }
 }
 
+/// What the entries of one `message.id` have told so far.
+struct Response {
+    /// The reply message and its call (none for synthetic messages).
+    msg: MsgIdx,
+    call: Option<usize>,
+    /// Largest streaming-snapshot `output_tokens` seen, while no final usage came.
+    best: u64,
+    /// An entry with a stop reason carried the final usage.
+    final_usage: bool,
+    /// Signature characters of the response's signature-only thinking blocks.
+    signature: u64,
+}
+
+/// Tokens per signature character of a thinking block written without its text: the estimate
+/// of hidden thinking when the log has no final usage (docs/tokens.md, "Hidden thinking").
+pub const THINKING_TOKENS_PER_SIGNATURE_CHAR: f64 = 0.28;
+
+/// Tokens of one tool schema loaded on demand (a `tool_reference` block of a ToolSearch result,
+/// or a tool in `compactMetadata.preCompactDiscoveredTools`): the step in recorded input at
+/// the call after such a result, about 1.0k–1.8k per tool on the real 2.1.112 log
+/// (docs/tokens.md, "Claude Code").
+pub const TOOL_SCHEMA_TOKENS: u64 = 1_300;
+
+/// The fixed text of an empty task / todo reminder attachment (its items, when it has any,
+/// are counted as text besides): measured as the step in recorded input at the calls after one
+/// with nothing else new (2.1.112: +377 for `task_reminder`; 2.1.121: +170 for `todo_reminder`).
+pub const TASK_REMINDER_TOKENS: u64 = 300;
+pub const TODO_REMINDER_TOKENS: u64 = 170;
+
+/// Which earlier thinking a model keeps in its context (`data/thinking.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingRetention {
+    /// Every earlier turn's thinking stays.
+    All,
+    /// Only the thinking since the last human message stays.
+    Turn,
+}
+
+#[derive(Deserialize)]
+struct RetentionTable {
+    rule: Vec<RetentionRule>,
+}
+
+#[derive(Deserialize)]
+struct RetentionRule {
+    prefix: String,
+    retention: ThinkingRetention,
+}
+
+fn retention_rules() -> &'static [RetentionRule] {
+    static RULES: std::sync::OnceLock<Vec<RetentionRule>> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| {
+        toml::from_str::<RetentionTable>(include_str!("../../data/thinking.toml"))
+            .expect("data/thinking.toml parses (tested)")
+            .rule
+    })
+}
+
+/// The retention of `model`'s thinking: the first rule of `data/thinking.toml` whose prefix
+/// starts the name (provider prefixes such as `anthropic/` cut), else `All`.
+pub fn thinking_retention(model: &str) -> ThinkingRetention {
+    let name = model.rsplit(['/', '.']).next().unwrap_or(model);
+    let name = if name.starts_with("claude") {
+        name
+    } else {
+        model
+    };
+    retention_rules()
+        .iter()
+        .find(|r| name.starts_with(&r.prefix))
+        .map_or(ThinkingRetention::All, |r| r.retention)
+}
+
+/// The context size of a reply: its final `output_tokens` when the log has them (never a
+/// streaming snapshot); its signature-only thinking as hidden tokens (an estimate from the
+/// signatures' length), which leave the context at the next human message on models that keep
+/// only the current turn's thinking.
+fn set_reply_size(m: &mut Message, signature: u64, final_output: Option<u64>, turn_only: bool) {
+    m.flags.recorded_tokens = final_output;
+    m.flags.hidden_tokens = (signature as f64 * THINKING_TOKENS_PER_SIGNATURE_CHAR).round() as u64;
+    if let Some(out) = final_output {
+        m.flags.hidden_tokens = m.flags.hidden_tokens.min(out);
+    }
+    m.flags.hidden_until_user = turn_only && m.flags.hidden_tokens > 0;
+}
+
 #[derive(Default)]
 struct AgentState {
-    /// `message.id` → (reply message, call, largest output_tokens seen).
-    by_id: HashMap<String, (MsgIdx, Option<usize>, u64)>,
+    /// `message.id` → what its entries told so far.
+    by_id: HashMap<String, Response>,
     /// The compaction waiting for its summary message.
     pending_compaction: Option<usize>,
+    /// Tools loaded on demand before that compaction (their schemas stay).
+    discovered_tools: u64,
 }
 
 /// A subagent the main file mentions: its id, the tool call that spawned it, where it was seen.
@@ -419,22 +655,39 @@ impl FileSink<'_> {
             return;
         };
         let mut parts = Vec::new();
-        push_blocks(m.content, &mut parts);
+        let signature = push_blocks(m.content, &mut parts).signature;
         let usage = m.usage.as_ref().map(ApiUsage::to_usage);
+        let final_usage = m.stop_reason.is_some() && usage.is_some();
         let model = m.model.map(Cow::into_owned);
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
+        let turn_only = model
+            .as_deref()
+            .is_some_and(|m| thinking_retention(m) == ThinkingRetention::Turn);
         let state = self.f.agents.entry(agent).or_default();
         if let Some(id) = m.id.as_deref() {
-            if let Some((mi, ci, best)) = state.by_id.get_mut(id) {
-                let mi = *mi;
+            if let Some(r) = state.by_id.get_mut(id) {
+                let mi = r.msg;
                 self.s.messages[mi].parts.extend(parts);
-                if let (Some(ci), Some(u)) = (*ci, usage) {
+                r.signature += signature;
+                if let (Some(ci), Some(u)) = (r.call, usage) {
                     let call = &mut self.s.calls[ci];
-                    if call.usage.is_none() || u.output >= *best {
+                    // The final usage wins; before it, the largest streaming snapshot.
+                    if final_usage
+                        || (!r.final_usage && (call.usage.is_none() || u.output >= r.best))
+                    {
                         call.usage = Some(u);
-                        *best = u.output;
+                        r.best = u.output;
                     }
                 }
+                r.final_usage |= final_usage;
+                let (sig, fin) = (r.signature, r.final_usage);
+                let out = r.call.and_then(|c| self.s.calls[c].usage).map(|u| u.output);
+                set_reply_size(
+                    &mut self.s.messages[mi],
+                    sig,
+                    fin.then_some(out).flatten(),
+                    turn_only,
+                );
                 if let Some(uuid) = e.uuid {
                     self.f.uuid_msg.insert(uuid.into_owned(), mi);
                 }
@@ -466,9 +719,24 @@ impl FileSink<'_> {
         if !synthetic && self.s.agents[agent].model.is_none() {
             self.s.agents[agent].model = model;
         }
+        set_reply_size(
+            &mut self.s.messages[mi],
+            signature,
+            usage.filter(|_| final_usage).map(|u| u.output),
+            turn_only,
+        );
         if let Some(id) = m.id {
             let out = usage.map_or(0, |u| u.output);
-            state.by_id.insert(id.into_owned(), (mi, ci, out));
+            state.by_id.insert(
+                id.into_owned(),
+                Response {
+                    msg: mi,
+                    call: ci,
+                    best: out,
+                    final_usage,
+                    signature,
+                },
+            );
         }
         if let Some(uuid) = e.uuid {
             self.f.uuid_msg.insert(uuid.into_owned(), mi);
@@ -494,8 +762,17 @@ impl FileSink<'_> {
             return;
         };
         let mut parts = Vec::new();
-        push_blocks(m.content, &mut parts);
+        let unseen = push_blocks(m.content, &mut parts);
         let is_summary = e.is_compact_summary == Some(true);
+        let state = self.f.agents.entry(agent).or_default();
+        // Tool schemas loaded on demand stay loaded: a compaction's summary carries those
+        // loaded before it (`preCompactDiscoveredTools`).
+        let tools = unseen.tool_references
+            + if is_summary {
+                std::mem::take(&mut state.discovered_tools)
+            } else {
+                0
+            };
         let mi = self.s.messages.len();
         self.s.messages.push(Message {
             agent,
@@ -504,6 +781,7 @@ impl FileSink<'_> {
             timestamp: ts,
             flags: MessageFlags {
                 is_summary,
+                hidden_tokens: tools * TOOL_SCHEMA_TOKENS,
                 ..MessageFlags::default()
             },
             source: pos,
@@ -528,6 +806,47 @@ impl FileSink<'_> {
                     source: pos,
                 }),
             }
+        }
+    }
+
+    /// An `attachment` entry: Claude Code renders it as system-reminder text in the next user
+    /// turn, so it is an injected user message of the text it carries (plus the fixed text of
+    /// the reminders that carry none). Attachments for the UI alone add nothing.
+    fn attachment(&mut self, e: Entry<'_>, pos: SourcePos) {
+        let Some(raw) = e.attachment else {
+            return;
+        };
+        let Ok(a) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            self.s
+                .warn(pos, "attachment that is not a JSON object; skipped");
+            return;
+        };
+        let Some((text, fixed)) = attachment_text(&a) else {
+            return;
+        };
+        let agent = self.agent_for(&e);
+        let mut parts = Vec::new();
+        if !text.is_empty() {
+            parts.push(Part::Text { text });
+        }
+        if parts.is_empty() && fixed == 0 {
+            return;
+        }
+        let mi = self.s.messages.len();
+        self.s.messages.push(Message {
+            agent,
+            role: Role::User,
+            parts,
+            timestamp: e.timestamp.as_deref().and_then(parse_ms),
+            flags: MessageFlags {
+                injected: true,
+                hidden_tokens: fixed,
+                ..MessageFlags::default()
+            },
+            source: pos,
+        });
+        if let Some(uuid) = e.uuid {
+            self.f.uuid_msg.insert(uuid.into_owned(), mi);
         }
     }
 
@@ -557,8 +876,12 @@ impl FileSink<'_> {
             inferred: false,
             source: pos,
         });
-        self.f.agents.entry(agent).or_default().pending_compaction =
-            Some(self.s.compactions.len() - 1);
+        let state = self.f.agents.entry(agent).or_default();
+        state.pending_compaction = Some(self.s.compactions.len() - 1);
+        state.discovered_tools = meta
+            .as_ref()
+            .and_then(|m| m.discovered_tools.as_ref())
+            .map_or(0, |t| t.len() as u64);
     }
 }
 
@@ -577,6 +900,7 @@ impl JsonSink for FileSink<'_> {
             "assistant" => self.assistant(e, pos),
             "user" => self.user(e, pos),
             "system" => self.system(e, pos),
+            "attachment" => self.attachment(e, pos),
             "progress" => {
                 if let (Some(d), Some(tool)) = (&e.data, &e.parent_tool_use_id) {
                     if d.kind.as_deref() == Some("agent_progress") {
@@ -605,7 +929,7 @@ impl JsonSink for FileSink<'_> {
                     self.f.title = e.summary.0;
                 }
             }
-            // file-history-snapshot, attachment, queue-operation, permission-mode, last-prompt, …:
+            // file-history-snapshot, queue-operation, permission-mode, last-prompt, …:
             // bookkeeping of the UI, not part of any context.
             _ => {}
         }

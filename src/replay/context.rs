@@ -38,6 +38,10 @@ pub(crate) struct Entry<'a> {
     summary: u32,
     /// Keys of the entries holding the other side of this entry's tool calls/results.
     partners: Partners,
+    /// Tokens of this entry known from the log (`Prepared::known`), and what they weigh in
+    /// the view (`known · Context::scale`); 0 once an edit replaced the message's content.
+    known: u64,
+    known_view: u64,
 }
 
 /// A few keys, inline while there are at most two (a call and its result, or a message with two
@@ -115,6 +119,15 @@ pub(crate) struct Context<'a> {
     pub requests: u32,
     awaiting_request: bool,
     pub assistant_turns: u64,
+    /// View tokens per known token: the inverse of the calibration's ratio, so that counted
+    /// and known tokens add up in the counter's units and `overhead + ratio · total` puts
+    /// known tokens back at their recorded size (1 when uncalibrated).
+    scale: f64,
+    /// Known tokens in the context (recorded units) and their weight in the view.
+    known: u64,
+    known_view: u64,
+    /// Keys of the entries whose transient tokens (`Prepared::transient`) are still there.
+    transient: Vec<u64>,
 }
 
 /// Edits remembered per entry (`Context::edited`).
@@ -233,7 +246,12 @@ impl<'a> Context<'a> {
     /// An empty context for agent `a`. Its arrays reserve room for every message of the agent
     /// (address space only: pages are touched as messages arrive), so a run that keeps the whole
     /// history never copies them to grow.
-    pub(crate) fn new(session: &'a Session, prepared: &'a Prepared, a: usize) -> Context<'a> {
+    pub(crate) fn new(
+        session: &'a Session,
+        prepared: &'a Prepared,
+        a: usize,
+        scale: f64,
+    ) -> Context<'a> {
         let n = prepared.agent_messages(a);
         let mut prefix = Vec::with_capacity(n + 1);
         prefix.push(0);
@@ -257,7 +275,67 @@ impl<'a> Context<'a> {
             requests: 0,
             awaiting_request: true,
             assistant_turns: 0,
+            scale: if scale.is_finite() && scale > 0.0 {
+                scale
+            } else {
+                1.0
+            },
+            known: 0,
+            known_view: 0,
+            transient: Vec::new(),
         }
+    }
+
+    /// Known tokens in the context, in recorded units and as weighed in the view.
+    pub(crate) fn known(&self) -> (u64, u64) {
+        (self.known, self.known_view)
+    }
+
+    fn view_of(&self, known: u64) -> u64 {
+        if self.scale == 1.0 {
+            known
+        } else {
+            (known as f64 * self.scale).round() as u64
+        }
+    }
+
+    /// A human message arrived: the transient tokens of the entries still holding them leave.
+    fn drop_transient(&mut self) {
+        let mut first = usize::MAX;
+        for key in std::mem::take(&mut self.transient) {
+            let Some(p) = self.position(key) else {
+                continue;
+            };
+            let Some(m) = self.entries[p].msg else {
+                continue;
+            };
+            let t = self.prepared.transient(m).min(self.entries[p].known);
+            if t == 0 || self.entries[p].text.is_some() {
+                continue;
+            }
+            let known = self.entries[p].known - t;
+            let view = self.view_of(known);
+            let e = &mut self.entries[p];
+            let dv = e.known_view - view;
+            self.known -= t;
+            self.known_view -= dv;
+            e.known = known;
+            e.known_view = view;
+            self.views[p].tokens -= dv;
+            first = first.min(p);
+        }
+        if first != usize::MAX {
+            self.rebuild_from(first);
+        }
+    }
+
+    /// The entry at `i` no longer shows its message's content as recorded (removed or edited).
+    fn forget_known(&mut self, i: usize) {
+        let e = &mut self.entries[i];
+        self.known -= e.known;
+        self.known_view -= e.known_view;
+        e.known = 0;
+        e.known_view = 0;
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -341,7 +419,17 @@ impl<'a> Context<'a> {
         let prepared = self.prepared;
         let m = &session.messages[idx];
         let key = idx as u64;
-        let tokens = prepared.tokens(idx);
+        if m.is_human_turn() && !self.transient.is_empty() {
+            self.drop_transient();
+        }
+        let known = prepared.known(idx);
+        let known_view = self.view_of(known);
+        let tokens = prepared.tokens(idx) - known + known_view;
+        self.known += known;
+        self.known_view += known_view;
+        if prepared.transient(idx) > 0 {
+            self.transient.push(key);
+        }
         let answers = prepared.answers(idx);
         let mut results = 0;
         // The text of a message with one text-bearing part is that part (`message_text`).
@@ -500,6 +588,8 @@ impl<'a> Context<'a> {
             tools: owned_tools,
             summary: NO_SUMMARY,
             partners,
+            known,
+            known_view,
         });
         self.views.push(view);
         let n = self.views.len();
@@ -536,6 +626,7 @@ impl<'a> Context<'a> {
             }
             Replacement::Texts(texts) => {
                 for (i, (text, tokens)) in (s..e).zip(texts) {
+                    self.forget_known(i);
                     let key = self.entries[i].key;
                     let new_facts = self.needed_facts(facts, &text);
                     self.unindex_facts(i);
@@ -628,6 +719,8 @@ impl<'a> Context<'a> {
                         tools: None,
                         summary: sid,
                         partners: Partners::None,
+                        known: 0,
+                        known_view: 0,
                     },
                 );
                 self.views.insert(s, view);
@@ -650,6 +743,9 @@ impl<'a> Context<'a> {
             v.drain(a..b);
         }
         self.scratch = facts;
+        for i in s..e {
+            self.forget_known(i);
+        }
         for en in &self.entries[s..e] {
             if en.msg.is_none() {
                 self.coverage.gone(en.summary);
@@ -1046,7 +1142,7 @@ mod tests {
         let session = b.session;
         let prepared = Prepared::new(&session, &Chars4);
         let mut facts = Facts::new(prepared.interner());
-        let mut ctx = Context::new(&session, &prepared, 0);
+        let mut ctx = Context::new(&session, &prepared, 0, 1.0);
         let (mut id, mut made) = (0, 0);
         for m in 0..2 {
             id += 1;
@@ -1144,7 +1240,7 @@ mod tests {
             let session = b.session;
             let prepared = Prepared::new(&session, &Chars4);
             let mut facts = Facts::new(prepared.interner());
-            let mut ctx = Context::new(&session, &prepared, 0);
+            let mut ctx = Context::new(&session, &prepared, 0, 1.0);
             let needed = |fs: &[FactId]| -> BTreeSet<FactId> {
                 fs.iter()
                     .copied()

@@ -99,7 +99,22 @@ pub(crate) struct Engine<'s, 'o> {
     /// Prices of every model name the session's calls and agents give (`None`: unpriced).
     prices: std::collections::HashMap<&'s str, Option<Price>>,
     steps: Vec<Step>,
+    /// Per call measured: the known tokens (recorded units) of the context it sent.
+    known: Vec<u64>,
 }
+
+/// What a run returns (`Engine::run`).
+pub(crate) type Parts = (
+    Vec<Sample>,
+    Vec<Compaction>,
+    Vec<RunEvent>,
+    std::collections::BTreeMap<String, Vec<GaugePoint>>,
+    Metrics,
+    Option<RecordedMetrics>,
+    Option<Vec<KeptMessage>>,
+    Vec<CallDecision>,
+    Vec<u64>,
+);
 
 impl<'s, 'o> Engine<'s, 'o> {
     pub(crate) fn new(
@@ -125,6 +140,12 @@ impl<'s, 'o> Engine<'s, 'o> {
             .chain(session.agents.iter().filter_map(|a| a.model.as_deref()))
             .map(|m| (m, opts.models.price(m)))
             .collect();
+        let contexts = (0..n)
+            .map(|a| {
+                let ratio = opts.calibration.map_or(1.0, |c| c.fit_for(a).ratio);
+                Context::new(session, prepared, a, 1.0 / ratio)
+            })
+            .collect();
         Engine {
             session,
             prepared,
@@ -132,7 +153,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             label,
             recorded,
             budget,
-            contexts: (0..n).map(|a| Context::new(session, prepared, a)).collect(),
+            contexts,
             agents,
             facts: Facts::new(prepared.interner()),
             next_id: 0,
@@ -143,7 +164,16 @@ impl<'s, 'o> Engine<'s, 'o> {
             gauges: Default::default(),
             prices,
             steps: Vec::new(),
+            known: Vec::with_capacity(session.calls.len()),
         }
+    }
+
+    /// Calibrated tokens of `raw` view tokens of agent `a`'s context: the fit's overhead and
+    /// ratio, with the context's known tokens at their recorded size (the view weighs them
+    /// `1 / ratio` of the agent's fit; this puts back what rounding, or a call's other model,
+    /// leaves of the difference).
+    fn predict(&self, a: AgentIdx, fit: Fit, raw: u64) -> u64 {
+        predict_in(&self.contexts[a], fit, raw)
     }
 
     fn fit(&self, agent: AgentIdx) -> Fit {
@@ -177,19 +207,7 @@ impl<'s, 'o> Engine<'s, 'o> {
     }
 
     /// Replays every call (or up to `stop_at_call`) and returns the run's parts.
-    pub(crate) fn run(
-        mut self,
-        mut decider: Option<Instance>,
-    ) -> Result<(
-        Vec<Sample>,
-        Vec<Compaction>,
-        Vec<RunEvent>,
-        std::collections::BTreeMap<String, Vec<GaugePoint>>,
-        Metrics,
-        Option<RecordedMetrics>,
-        Option<Vec<KeptMessage>>,
-        Vec<CallDecision>,
-    )> {
+    pub(crate) fn run(mut self, mut decider: Option<Instance>) -> Result<Parts> {
         let session = self.session;
         let mut feed = Feed::new(session);
         let total = session.calls.len();
@@ -281,6 +299,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             recorded,
             kept,
             decisions,
+            self.known,
         ))
     }
 
@@ -300,8 +319,8 @@ impl<'s, 'o> Engine<'s, 'o> {
         let keep = recorded_keep(self.session, c);
         let fit = self.fit(a);
         let price = self.price(&self.session.calls[ci]);
+        let predicted_before = self.predict(a, fit, self.contexts[a].total_tokens());
         let ctx = &mut self.contexts[a];
-        let before = ctx.total_tokens();
         // Runs of positions to remove, last first so earlier positions stay valid.
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for (i, e) in ctx.entries.iter().enumerate() {
@@ -337,8 +356,8 @@ impl<'s, 'o> Engine<'s, 'o> {
             agent: a,
             kind: CompactionKind::Recorded,
             messages,
-            context_before: rc.pre_tokens.unwrap_or_else(|| fit.predict(before)),
-            context_after: fit.predict(ctx.total_tokens()),
+            context_before: rc.pre_tokens.unwrap_or(predicted_before),
+            context_after: self.predict(a, fit, self.contexts[a].total_tokens()),
             tokens_before: scale(fit, removed),
             // The summary reaches the agent as the next message; its size is what replaced the history.
             tokens_after: rc
@@ -385,7 +404,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                 reserve: self.budget.reserve,
             },
             overhead_tokens: fit.predict(0),
-            context_tokens: fit.predict(ctx.total_tokens()),
+            context_tokens: self.predict(a, fit, ctx.total_tokens()),
             prev_input_tokens: st.prev_input,
             prev_recorded_input_tokens: if st.prev_matched_log {
                 st.prev_recorded
@@ -433,7 +452,8 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let total = ctx.total_tokens();
         let raw = plan.sent_tokens(total);
-        let input = fit.predict(raw);
+        let input = self.predict(a, fit, raw);
+        self.known.push(ctx.known().0);
         let messages = plan
             .edits
             .iter()
@@ -465,7 +485,7 @@ impl<'s, 'o> Engine<'s, 'o> {
 
         // Persistent edits: pins/unpins first (positions unchanged), then content edits from the
         // last to the first so earlier positions stay valid.
-        let context_before = fit.predict(total);
+        let context_before = self.predict(a, fit, total);
         // Pairs a strategy separated on purpose (AllowSplit): measured like a recorded
         // compaction's, so the metric says what the modelled system sends.
         self.tally.violations(0, plan.split_pairs);
@@ -531,7 +551,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                 trigger: None,
             });
         }
-        let context_after = fit.predict(ctx.total_tokens());
+        let context_after = predict_in(ctx, fit, ctx.total_tokens());
         for mut r in records.into_iter().rev() {
             r.context_after = context_after;
             self.tally.compaction(&r, price.as_ref().ok());
@@ -748,6 +768,14 @@ impl<'s, 'o> Engine<'s, 'o> {
         }
         out
     }
+}
+
+/// `Engine::predict` on a context borrowed apart from the engine.
+fn predict_in(ctx: &Context<'_>, fit: Fit, raw: u64) -> u64 {
+    let (known, known_view) = ctx.known();
+    (fit.overhead + fit.ratio * raw as f64 + (known as f64 - fit.ratio * known_view as f64))
+        .round()
+        .max(0.0) as u64
 }
 
 fn scale(fit: Fit, raw: u64) -> u64 {

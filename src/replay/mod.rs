@@ -467,7 +467,7 @@ pub fn run_prepared(
         recorded,
         budget,
     );
-    let (samples, compactions, events, gauges, metrics, recorded_metrics, kept, decisions) =
+    let (samples, compactions, events, gauges, metrics, recorded_metrics, kept, decisions, _) =
         engine.run(instance)?;
     Ok(Run {
         strategy: strategy.id().to_string(),
@@ -495,10 +495,33 @@ pub fn run_prepared(
     })
 }
 
-/// Raw counted tokens (no overhead, no calibration) of each call's context as the log recorded it:
+/// One call's context as the log recorded it, uncalibrated: the tokens the counter estimated and
+/// those known from the log (recorded sizes, hidden content; `tokens::message_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawContext {
+    pub counted: u64,
+    pub known: u64,
+}
+
+impl RawContext {
+    pub fn total(&self) -> u64 {
+        self.counted + self.known
+    }
+}
+
+/// A bare count (`recorded_raw_tokens`): all of it counted, nothing known. Callers that kept
+/// only totals calibrate as before recorded sizes existed.
+impl From<u64> for RawContext {
+    fn from(counted: u64) -> RawContext {
+        RawContext { counted, known: 0 }
+    }
+}
+
+/// Raw tokens (no overhead, no calibration) of each call's context as the log recorded it:
 /// the agent's messages among `messages[..context_end]`, with the log's own compactions applied
 /// (the history before the boundary replaced by the summary and the messages kept verbatim).
-/// It is the `raw_tokens` series of the `recorded` baseline, uncalibrated.
+/// It is the `raw_tokens` series of the `recorded` baseline, uncalibrated: counted tokens plus
+/// those known from the log (`recorded_contexts_prepared` keeps them apart, as calibration needs).
 /// `None` for every call of a usage-only session: there is no text to count.
 pub fn recorded_raw_tokens(session: &Session, counter: &dyn TokenCounter) -> Vec<Option<u64>> {
     if session.usage_only {
@@ -515,6 +538,28 @@ pub fn recorded_raw_tokens_prepared(
     prepared: &Prepared,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<Option<u64>>> {
+    Ok(recorded_contexts_prepared(session, prepared, counter)?
+        .into_iter()
+        .map(|c| c.map(|c| c.total()))
+        .collect())
+}
+
+/// Each call's recorded context, counted and known tokens apart (what calibration fits:
+/// `tokens::calibrate::samples`); `None` as in `recorded_raw_tokens`.
+pub fn recorded_contexts(session: &Session, counter: &dyn TokenCounter) -> Vec<Option<RawContext>> {
+    if session.usage_only {
+        return vec![None; session.calls.len()];
+    }
+    recorded_contexts_prepared(session, &Prepared::counts(session, counter), counter)
+        .unwrap_or_else(|_| vec![None; session.calls.len()])
+}
+
+/// `recorded_contexts` of a session already prepared with `counter`.
+pub fn recorded_contexts_prepared(
+    session: &Session,
+    prepared: &Prepared,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<Option<RawContext>>> {
     prepared.check(session, counter)?;
     if session.usage_only {
         return Ok(vec![None; session.calls.len()]);
@@ -538,7 +583,18 @@ pub fn recorded_raw_tokens_prepared(
         reserve: 0,
     };
     match engine::Engine::new(session, prepared, setup, "recorded".into(), true, budget).run(None) {
-        Ok(parts) => Ok(parts.0.iter().map(|s| Some(s.raw_tokens)).collect()),
+        // Uncalibrated, the view weighs known tokens at their recorded size.
+        Ok(parts) => Ok(parts
+            .0
+            .iter()
+            .zip(&parts.8)
+            .map(|(s, &known)| {
+                Some(RawContext {
+                    counted: s.raw_tokens.saturating_sub(known),
+                    known,
+                })
+            })
+            .collect()),
         // The baseline asks no strategy and cancels nothing: the only failure is a call naming an
         // agent the session lacks, whose context cannot be counted.
         Err(_) => Ok(vec![None; session.calls.len()]),

@@ -11,7 +11,7 @@ use super::context::message_text;
 use super::facts::{FactId, FactSet, Facts, Interner};
 use crate::error::{Error, Result};
 use crate::model::{MsgIdx, Part, Session};
-use crate::tokens::TokenCounter;
+use crate::tokens::{message_tokens, TokenCounter};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 
@@ -21,7 +21,12 @@ const NONE: u32 = u32::MAX;
 /// One message, prepared.
 #[derive(Debug, Clone, Copy)]
 struct Prep {
+    /// Counted and known tokens (`tokens::message_tokens`).
     tokens: u64,
+    /// Of `tokens`, known from the log (recorded size or hidden content).
+    known: u64,
+    /// Of `known`, what leaves the context at the agent's next human message.
+    transient: u64,
     chars: u64,
     /// ASCII and other characters of its content (text parts and tool results joined by "\n";
     /// no thinking, no tool arguments): `MessageView::content_ascii/other`.
@@ -241,8 +246,11 @@ impl Prepared {
                 _ => {}
             }
         }
+        let t = message_tokens(counter, m);
         Prep {
-            tokens: counter.count_message(m),
+            tokens: t.total(),
+            known: t.known,
+            transient: t.transient,
             chars: text.chars().count() as u64,
             content: content_chars(m),
             facts: (start, self.fact_list.len() as u32),
@@ -269,9 +277,20 @@ impl Prepared {
         self.counter
     }
 
-    /// Raw tokens of message `m` under the prepared counter.
+    /// Tokens of message `m`: its recorded size where the log has one, else the prepared
+    /// counter's count plus any hidden content (`tokens::message_tokens`).
     pub fn tokens(&self, m: MsgIdx) -> u64 {
         self.prep[m].tokens
+    }
+
+    /// Of `tokens(m)`, those known from the log rather than counted.
+    pub fn known(&self, m: MsgIdx) -> u64 {
+        self.prep[m].known
+    }
+
+    /// Of `known(m)`, those that leave the context at the agent's next human message.
+    pub fn transient(&self, m: MsgIdx) -> u64 {
+        self.prep[m].transient
     }
 
     /// `check`, and refuses a `Prepared::counts` (a run measures recall, which needs facts).

@@ -4,7 +4,10 @@
 //! and no counter matches the provider's tokenizer exactly. For each call the replay engine
 //! counts the recorded context (`raw`); the provider reported what it really read (`recorded`,
 //! `Usage::context_tokens`). Fitting `recorded ≈ overhead + ratio · raw` by least squares gives
-//! the missing fixed overhead and the counter's scale error, as LibreChat does. The per-call
+//! the missing fixed overhead and the counter's scale error, as LibreChat does. Tokens the log
+//! itself records (a reply's final output tokens, hidden reasoning: `tokens::message_tokens`)
+//! are not estimates and are not fitted: the fit is `recorded − known ≈ overhead + ratio · raw`
+//! over the counted rest only. The per-call
 //! absolute percentage error of that prediction is the session's *fidelity*: how far to trust a
 //! what-if replay of it.
 //!
@@ -15,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::TokenCounter;
 use crate::model::{AgentIdx, Session};
+use crate::replay::RawContext;
 
 /// An agent needs this many calls with recorded usage for a fit of its own; below that it uses
 /// the session's fit (two points always fit a line exactly and say nothing about the error).
@@ -30,6 +34,9 @@ pub struct CallSample {
     pub raw: u64,
     /// `Usage::context_tokens` of the call.
     pub recorded: u64,
+    /// Tokens of the context known from the log (recorded sizes): not fitted, added as they are.
+    #[serde(default)]
+    pub known: u64,
 }
 
 /// `predicted = overhead + ratio · raw`.
@@ -51,6 +58,13 @@ impl Fit {
     pub fn predict(&self, raw: u64) -> u64 {
         (self.overhead + self.ratio * raw as f64).round().max(0.0) as u64
     }
+
+    /// A context of `raw` counted tokens and `known` tokens the log recorded.
+    pub fn predict_known(&self, raw: u64, known: u64) -> u64 {
+        (self.overhead + self.ratio * raw as f64 + known as f64)
+            .round()
+            .max(0.0) as u64
+    }
 }
 
 /// The fit an agent's calls are predicted with, and how well it predicts them.
@@ -58,7 +72,8 @@ impl Fit {
 pub struct AgentFit {
     pub agent: AgentIdx,
     pub fit: Fit,
-    /// False when the agent had fewer than [`MIN_AGENT_SAMPLES`] calls and uses the session fit.
+    /// False when the agent had fewer than [`MIN_AGENT_SAMPLES`] calls: it then has the session
+    /// fit's ratio and an overhead of its own (the mean of what the ratio leaves of its calls).
     pub own_fit: bool,
     /// Calls of this agent with both a raw estimate and recorded usage.
     pub samples: usize,
@@ -95,30 +110,40 @@ impl Calibration {
     pub fn predict(&self, agent: AgentIdx, raw: u64) -> u64 {
         self.fit_for(agent).predict(raw)
     }
+
+    /// Calibrated context tokens of a call of `agent` with this recorded context.
+    pub fn predict_context(&self, agent: AgentIdx, c: RawContext) -> u64 {
+        self.fit_for(agent).predict_known(c.counted, c.known)
+    }
 }
 
 /// Calibrates `counter` on a session: counts each call's recorded context (the replay engine's
 /// reconstruction) and fits it to the recorded usage. `None` when no call has both.
 pub fn calibrate_session(session: &Session, counter: &dyn TokenCounter) -> Option<Calibration> {
-    let raw = crate::replay::recorded_raw_tokens(session, counter);
+    let raw = crate::replay::recorded_contexts(session, counter);
     calibrate(&samples(session, &raw))
 }
 
-/// Pairs each call's raw count (`raw[i]` for `session.calls[i]`, as
-/// `replay::recorded_raw_tokens` returns them) with its recorded context tokens; calls lacking
+/// Pairs each call's counted context (`raw[i]` for `session.calls[i]`, as
+/// `replay::recorded_contexts` returns them) with its recorded context tokens; calls lacking
 /// either are left out.
-pub fn samples(session: &Session, raw: &[Option<u64>]) -> Vec<CallSample> {
+pub fn samples<R: Copy + Into<RawContext>>(
+    session: &Session,
+    raw: &[Option<R>],
+) -> Vec<CallSample> {
     session
         .calls
         .iter()
         .zip(raw)
         .enumerate()
         .filter_map(|(call, (c, raw))| {
+            let raw: RawContext = (*raw)?.into();
             Some(CallSample {
                 call,
                 agent: c.agent,
-                raw: (*raw)?,
+                raw: raw.counted,
                 recorded: c.usage?.context_tokens(),
+                known: raw.known,
             })
         })
         .collect()
@@ -149,7 +174,7 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
             let fit = if own_fit {
                 least_squares(&own)
             } else {
-                session
+                own_overhead(&own, session.ratio)
             };
             let mut errors: Vec<f64> = own.iter().map(|s| ape(fit, s)).collect();
             all_errors.extend_from_slice(&errors);
@@ -174,8 +199,29 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
     })
 }
 
+/// The session's ratio with the overhead that fits `samples` best under it (their mean
+/// difference, at least 0): an agent with too few calls for a line of its own still has its
+/// own system prompt and tools.
+fn own_overhead(samples: &[CallSample], ratio: f64) -> Fit {
+    let n = samples.len().max(1) as f64;
+    let overhead = samples
+        .iter()
+        .map(|s| target(s) - ratio * s.raw as f64)
+        .sum::<f64>()
+        / n;
+    Fit {
+        overhead: overhead.max(0.0),
+        ratio,
+    }
+}
+
+/// What the fit must explain of a call: its recorded context less the tokens known from the log.
+fn target(s: &CallSample) -> f64 {
+    s.recorded as f64 - s.known as f64
+}
+
 fn ape(fit: Fit, s: &CallSample) -> f64 {
-    let predicted = fit.predict(s.raw) as f64;
+    let predicted = fit.predict_known(s.raw, s.known) as f64;
     let recorded = s.recorded as f64;
     (predicted - recorded).abs() / recorded * 100.0
 }
@@ -197,10 +243,10 @@ fn mean_and_p95(errors: &mut [f64]) -> (f64, f64) {
 fn least_squares(samples: &[CallSample]) -> Fit {
     let n = samples.len() as f64;
     let mean_x = samples.iter().map(|s| s.raw as f64).sum::<f64>() / n;
-    let mean_y = samples.iter().map(|s| s.recorded as f64).sum::<f64>() / n;
+    let mean_y = samples.iter().map(target).sum::<f64>() / n;
     let (mut sxx, mut sxy, mut xx, mut xy) = (0.0, 0.0, 0.0, 0.0);
     for s in samples {
-        let (x, y) = (s.raw as f64, s.recorded as f64);
+        let (x, y) = (s.raw as f64, target(s));
         sxx += (x - mean_x) * (x - mean_x);
         sxy += (x - mean_x) * (y - mean_y);
         xx += x * x;
@@ -229,7 +275,7 @@ fn least_squares(samples: &[CallSample]) -> Fit {
         samples
             .iter()
             .map(|s| {
-                let e = f.overhead + f.ratio * s.raw as f64 - s.recorded as f64;
+                let e = f.overhead + f.ratio * s.raw as f64 - target(s);
                 e * e
             })
             .sum()
@@ -250,6 +296,7 @@ mod tests {
             agent,
             raw,
             recorded,
+            known: 0,
         }
     }
 
@@ -298,24 +345,67 @@ mod tests {
     }
 
     #[test]
-    fn agents_with_few_calls_use_the_session_fit() {
+    fn agents_with_few_calls_take_the_session_ratio_and_their_own_overhead() {
         let mut s: Vec<_> = (0..6)
             .map(|i| sample(i, 0, 1000 * (i as u64 + 1), 2000 + 1000 * (i as u64 + 1)))
             .collect();
-        s.push(sample(6, 1, 500, 2600));
-        s.push(sample(7, 1, 800, 2700));
+        // A side agent with its own, larger system prompt: 2 calls only.
+        s.push(sample(6, 1, 500, 9600));
+        s.push(sample(7, 1, 800, 9700));
         let c = calibrate(&s).unwrap();
         let main = c.agent(0).unwrap();
         let sub = c.agent(1).unwrap();
         assert!(main.own_fit && !sub.own_fit);
-        assert_eq!(sub.fit, c.session);
-        assert_eq!(c.fit_for(1), c.session);
+        assert_eq!(sub.fit.ratio, c.session.ratio);
+        let r = c.session.ratio;
+        let overhead = ((9600.0 - r * 500.0) + (9700.0 - r * 800.0)) / 2.0;
+        assert!((sub.fit.overhead - overhead).abs() < 1e-9);
+        // The session's overhead would miss the side agent's calls by thousands of tokens.
+        let with_session = ((c.session.predict(500) as f64 - 9600.0).abs() / 9600.0) * 100.0;
+        assert!(
+            sub.mean_ape < with_session / 4.0,
+            "{} vs {with_session}",
+            sub.mean_ape
+        );
         assert_eq!(
             c.fit_for(7),
             c.session,
             "an agent without samples uses the session fit"
         );
         assert_eq!((main.samples, sub.samples, c.samples), (6, 2, 8));
+    }
+
+    #[test]
+    fn known_tokens_are_added_as_recorded_not_fitted() {
+        // recorded = 3000 overhead + 1.5 · counted + known: the fit must find 1.5, not a ratio
+        // bent by the known part.
+        let s: Vec<_> = (0..8)
+            .map(|i| {
+                let raw = 1000 * (i as u64 + 1);
+                let known = 700 * (i as u64 * i as u64);
+                CallSample {
+                    call: i,
+                    agent: 0,
+                    raw,
+                    recorded: 3000 + raw * 3 / 2 + known,
+                    known,
+                }
+            })
+            .collect();
+        let c = calibrate(&s).unwrap();
+        assert!((c.session.ratio - 1.5).abs() < 1e-9, "{:?}", c.session);
+        assert!((c.session.overhead - 3000.0).abs() < 1e-6);
+        assert_eq!(c.mean_ape, 0.0);
+        assert_eq!(
+            c.predict_context(
+                0,
+                RawContext {
+                    counted: 2000,
+                    known: 500
+                }
+            ),
+            6500
+        );
     }
 
     #[test]

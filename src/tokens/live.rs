@@ -8,14 +8,16 @@
 //! them), while only the appended messages were tokenized.
 
 use crate::model::{MsgIdx, Session};
-use crate::replay::{recorded_raw_tokens_prepared, Prepared};
+use crate::replay::{recorded_contexts_prepared, Prepared, RawContext};
 use crate::tokens::calibrate::{calibrate, samples, Calibration};
 use crate::tokens::TokenCounter;
 
 pub struct LiveCounts {
     /// Every message's tokens so far (no facts: estimates need none), grown poll by poll.
     prepared: Prepared,
-    /// Each call's counted context (uncalibrated), as `replay::recorded_raw_tokens`.
+    /// Each call's counted context (uncalibrated), as `replay::recorded_contexts`.
+    contexts: Vec<Option<RawContext>>,
+    /// Their totals, as `replay::recorded_raw_tokens`.
     raw: Vec<Option<u64>>,
     calibration: Option<Calibration>,
     /// Messages tokenized by the last `update` (for tests and progress).
@@ -27,6 +29,7 @@ impl LiveCounts {
     pub fn new(session: &Session, counter: &dyn TokenCounter) -> LiveCounts {
         let mut c = LiveCounts {
             prepared: Prepared::counts(session, counter),
+            contexts: Vec::new(),
             raw: Vec::new(),
             calibration: None,
             counted_last: session.messages.len(),
@@ -57,14 +60,20 @@ impl LiveCounts {
     /// Every call's context from the kept counts, by the replay engine's `recorded` baseline
     /// (one reconstruction for the app, the CLI and this), and the calibration.
     fn refit(&mut self, session: &Session, counter: &dyn TokenCounter) {
-        self.raw = recorded_raw_tokens_prepared(session, &self.prepared, counter)
+        self.contexts = recorded_contexts_prepared(session, &self.prepared, counter)
             .unwrap_or_else(|_| vec![None; session.calls.len()]);
-        self.calibration = calibrate(&samples(session, &self.raw));
+        self.raw = self.contexts.iter().map(|c| c.map(|c| c.total())).collect();
+        self.calibration = calibrate(&samples(session, &self.contexts));
     }
 
     /// Each call's counted context, uncalibrated (`None` where it cannot be counted).
     pub fn raw(&self) -> &[Option<u64>] {
         &self.raw
+    }
+
+    /// Each call's context, counted and known tokens apart (what calibration fits).
+    pub fn contexts(&self) -> &[Option<RawContext>] {
+        &self.contexts
     }
 
     pub fn calibration(&self) -> Option<&Calibration> {
@@ -73,14 +82,14 @@ impl LiveCounts {
 
     /// Each call's estimate: its counted context, calibrated when the log allows it.
     pub fn estimates(&self, session: &Session) -> Vec<Option<u64>> {
-        self.raw
+        self.contexts
             .iter()
             .zip(&session.calls)
             .map(|(r, c)| {
                 r.map(|t| {
                     self.calibration
                         .as_ref()
-                        .map_or(t, |k| k.predict(c.agent, t))
+                        .map_or(t.total(), |k| k.predict_context(c.agent, t))
                 })
             })
             .collect()

@@ -41,6 +41,46 @@ pub trait TokenCounter: Send + Sync {
     }
 }
 
+/// The tokens of one message in the model's context, split by where they come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageTokens {
+    /// Estimated by the counter from the message's parts (0 when the log recorded its size).
+    pub counted: u64,
+    /// Known from the log: the size the provider recorded (`MessageFlags::recorded_tokens`), or
+    /// else the hidden content's tokens (`MessageFlags::hidden_tokens`).
+    pub known: u64,
+    /// Of `known`, what leaves the context at the agent's next human message
+    /// (`MessageFlags::hidden_until_user`).
+    pub transient: u64,
+}
+
+impl MessageTokens {
+    pub fn total(&self) -> u64 {
+        self.counted + self.known
+    }
+}
+
+/// The one rule for a message's tokens (docs/tokens.md, "Recorded sizes"): the size the
+/// provider recorded where the log has it, else the counter's count of the parts plus the
+/// hidden content's tokens.
+pub fn message_tokens(counter: &dyn TokenCounter, m: &Message) -> MessageTokens {
+    let f = &m.flags;
+    let (counted, known) = match f.recorded_tokens {
+        Some(r) => (0, r),
+        None => (counter.count_message(m), f.hidden_tokens),
+    };
+    let transient = if f.hidden_until_user {
+        f.hidden_tokens.min(known)
+    } else {
+        0
+    };
+    MessageTokens {
+        counted,
+        known,
+        transient,
+    }
+}
+
 /// Names [`counter`] accepts, the default first.
 #[cfg(feature = "exact")]
 pub const COUNTERS: &[&str] = &["heuristic", "chars4", "o200k", "cl100k"];

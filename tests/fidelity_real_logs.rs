@@ -1,0 +1,162 @@
+//! Reconstruction fidelity on every real log with per-call input usage (issue #15): the
+//! `recorded` baseline's calibrated input against the input the provider recorded, call by
+//! call. Each log is held to the figure it reaches today (docs/tokens.md, "Fidelity on real
+//! logs", has the table), so a change that loses content fails here. The target is a mean
+//! error ≤ 1.5 % and a p95 ≤ 4 %; logs still above it say so in their row.
+//! Needs ../shared/real-logs beside the checkout; fails loudly when it is missing.
+
+use ctxlab::model::Session;
+use ctxlab::replay::{self, ReplayOptions, StrategySpec};
+use ctxlab::tokens;
+use std::path::PathBuf;
+
+fn real(rel: &str) -> PathBuf {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: the real logs live in ../shared/real-logs beside the checkout",
+        p.display()
+    );
+    p
+}
+
+fn load(rel: &str) -> Vec<Session> {
+    ctxlab::formats::load(&real(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+struct Figures {
+    mean: f64,
+    p95: f64,
+    /// Worst error of the first call after a recorded compaction (0 when none).
+    after_compaction: f64,
+}
+
+/// Replays `rel` through the `recorded` baseline, calibrated, and measures it per call.
+fn measure(rel: &str, counter: &str) -> Figures {
+    let sessions = load(rel);
+    let counter = tokens::counter(counter).unwrap();
+    let (mut errors, mut after) = (Vec::new(), 0.0f64);
+    for s in &sessions {
+        let Some(cal) = tokens::calibrate_session(s, counter.as_ref()) else {
+            continue;
+        };
+        let mut o = ReplayOptions::new(counter.clone());
+        o.calibration = Some(cal.clone());
+        // The window does not change the baseline's counts.
+        o.budget = Some(replay::Budget {
+            context_window: 10_000_000,
+            max_output: 0,
+            reserve: 0,
+        });
+        let run = replay::run(s, StrategySpec::Recorded, &o).unwrap();
+        let ape = |x: &replay::Sample| {
+            let rec = x.recorded.unwrap().context_tokens() as f64;
+            (x.input_tokens as f64 - rec).abs() / rec * 100.0
+        };
+        let scored: Vec<&replay::Sample> = run
+            .samples
+            .iter()
+            .filter(|x| x.recorded.is_some_and(|u| u.context_tokens() > 0))
+            .collect();
+        errors.extend(scored.iter().map(|x| ape(x)));
+        // The calibration scores the same calls the same way.
+        let r = run.recorded.as_ref().expect("recorded usage");
+        assert!(
+            (r.input_mean_ape - cal.mean_ape).abs() < 0.05,
+            "{rel}: replay {} vs calibration {}",
+            r.input_mean_ape,
+            cal.mean_ape
+        );
+        for c in s.compactions.iter().filter(|c| !c.inferred) {
+            let first = scored
+                .iter()
+                .find(|x| x.agent == c.agent && s.calls[x.call].context_end > c.at_message);
+            if let Some(x) = first {
+                after = after.max(ape(x));
+            }
+        }
+    }
+    assert!(!errors.is_empty(), "{rel}: no call with recorded usage");
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    errors.sort_by(f64::total_cmp);
+    let p95 = errors[((0.95 * errors.len() as f64).ceil() as usize).max(1) - 1];
+    Figures {
+        mean,
+        p95,
+        after_compaction: after,
+    }
+}
+
+/// Holds `rel` to its figures (a little slack for float noise, none for lost content).
+fn hold(rel: &str, counter: &str, mean: f64, p95: f64, after: f64) {
+    let f = measure(rel, counter);
+    eprintln!(
+        "{rel} ({counter}): mean {:.2} %, p95 {:.2} %, first call after a compaction {:.2} %",
+        f.mean, f.p95, f.after_compaction
+    );
+    assert!(f.mean <= mean, "{rel}: mean {:.2} % > {mean} %", f.mean);
+    assert!(f.p95 <= p95, "{rel}: p95 {:.2} % > {p95} %", f.p95);
+    assert!(
+        f.after_compaction <= after,
+        "{rel}: first call after a compaction {:.2} % off (> {after} %)",
+        f.after_compaction
+    );
+}
+
+#[test]
+fn claude_code_2_1_37_streaming_snapshots() {
+    hold(
+        "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
+        "heuristic",
+        0.6,
+        1.6,
+        30.0,
+    );
+}
+
+#[test]
+fn claude_code_2_1_121_signature_only_thinking() {
+    hold(
+        "claude-code_fundwise/claude-session.jsonl",
+        "heuristic",
+        0.4,
+        1.0,
+        0.0,
+    );
+}
+
+/// Above target: 3.8 % mean. Opus 4.7's tokenizer and the ToolSearch schemas (one size for
+/// every tool) leave a spread a single ratio cannot follow.
+#[test]
+fn claude_code_2_1_112_opus_4_7_with_compaction() {
+    hold(
+        "claude-code_posthog-impact/claude-session.jsonl",
+        "heuristic",
+        4.0,
+        7.5,
+        7.5,
+    );
+}
+
+#[test]
+fn claude_code_2_1_217_opus_5_manual_compaction() {
+    hold(
+        "claude-code_oh-my-posh/28/0a344253d3/0/full.jsonl",
+        "heuristic",
+        0.7,
+        2.1,
+        3.0,
+    );
+}
+
+#[test]
+fn llm_trace_claude_code_capture() {
+    hold(
+        "llm-trace-proxy_wang0618/claude-code.jsonl",
+        "heuristic",
+        1.3,
+        4.8,
+        // Its "compactions" are restarts of side calls (a new conversation), not summaries.
+        17.0,
+    );
+}
