@@ -1493,6 +1493,325 @@ fn cline_task(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// OpenCode (export JSON, JSON-file storage, SQLite store)
+
+struct OcSession {
+    info: Value,
+    /// (message info, parts)
+    messages: Vec<(Value, Vec<Value>)>,
+}
+
+/// One OpenCode session: steps of several calls per assistant message, a tool error, a pruned
+/// tool output, a `task` call whose child session is returned too, and an automatic compaction
+/// that keeps a tail.
+fn opencode_sessions() -> Vec<OcSession> {
+    let mut r = Rng(0x0C0D_E5E5);
+    let mut t: i64 = 1_772_800_000_000;
+    let ses = format!("ses_{}", r.b58(26));
+    let child = format!("ses_{}", r.b58(26));
+    let mut n = 0u32;
+    let mut id = |prefix: &str, t: i64| {
+        n += 1;
+        format!("{prefix}_{:012x}{:03}{}", t, n, "a")
+    };
+    let model = json!({"providerID": "anthropic", "modelID": "claude-sonnet-4-5"});
+    let mut messages = Vec::new();
+    let mut context = 10_400u64;
+    let mut cached = 0u64;
+    let mut cost_total = 0.0;
+    let mut tail_start = String::new();
+    for (turn, req) in REQUESTS[7..10].iter().enumerate() {
+        t += 60_000;
+        let uid = id("msg", t);
+        if turn == 2 {
+            tail_start = uid.clone();
+        }
+        messages.push((
+            json!({"id": uid, "sessionID": ses, "role": "user", "time": {"created": t}, "agent": "build", "model": model, "summary": {"diffs": []}}),
+            vec![json!({"id": id("prt", t), "sessionID": ses, "messageID": uid, "type": "text", "text": req})],
+        ));
+        context += toks(req);
+        // Two assistant messages per request, the first with several steps.
+        for (k, steps) in [3u64, 1].into_iter().enumerate() {
+            t += 1_000;
+            let aid = id("msg", t);
+            let mut parts = Vec::new();
+            let (mut m_in, mut m_out, mut m_read, mut m_write, mut m_cost) = (0, 0, 0, 0, 0.0);
+            for step in 0..steps {
+                let last = k == 1 && step == steps - 1;
+                t += r.range(2_000, 9_000) as i64;
+                parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "step-start", "snapshot": r.hex(40)}));
+                let mut out_text = 0;
+                if r.chance(60) {
+                    let text = r.pick(REPLIES).to_string();
+                    out_text += toks(&text);
+                    parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "reasoning", "text": text, "time": {"start": t, "end": t + 900}, "metadata": {"anthropic": {"signature": r.b58(120)}}}));
+                }
+                let reasoning = if out_text > 0 {
+                    out_text + r.range(20, 200)
+                } else {
+                    0
+                };
+                let text = r.pick(REPLIES).to_string();
+                parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "text", "text": text, "time": {"start": t, "end": t + 400}}));
+                let mut results = 0;
+                if !last {
+                    let (name, input, result, err) = tool_step(&mut r, &mut None);
+                    let tool = match name.as_str() {
+                        "Read" => "read",
+                        "Edit" => "edit",
+                        "Grep" => "grep",
+                        "Glob" => "glob",
+                        _ => "bash",
+                    };
+                    let call = format!("toolu_01{}", r.b58(22));
+                    let state = if turn == 0 && step == 0 && k == 0 {
+                        // Pruned later by OpenCode: the model sees a placeholder.
+                        json!({"status": "completed", "input": input, "output": result, "title": tool, "metadata": {}, "time": {"start": t, "end": t + 300, "compacted": t + 400_000}})
+                    } else if err {
+                        json!({"status": "error", "input": input, "error": result, "time": {"start": t, "end": t + 300}})
+                    } else {
+                        json!({"status": "completed", "input": input, "output": result, "title": tool, "metadata": {}, "time": {"start": t, "end": t + 300}})
+                    };
+                    results += toks(&result);
+                    parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "tool", "callID": call, "tool": tool, "state": state}));
+                }
+                if turn == 1 && k == 1 {
+                    // A subagent: the task tool starts a child session.
+                    let call = format!("toolu_01{}", r.b58(22));
+                    parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "tool", "callID": call, "tool": "task",
+                        "state": {"status": "completed", "input": {"description": "Find every tz_offset use", "prompt": "List every place tz_offset is read or written.", "subagent_type": "general"},
+                        "output": "tz_offset is read in src/predict.rs:88 and src/station.rs:41.", "title": "Find every tz_offset use", "metadata": {"sessionId": child}, "time": {"start": t, "end": t + 20_000}}}));
+                }
+                let output = toks(&text) + 30 + out_text;
+                let input = r.range(2, 9);
+                let cache_read = cached.min(context - input);
+                let cache_write = context - input - cache_read;
+                let cost = (input as f64 * 3.0
+                    + cache_write as f64 * 3.75
+                    + cache_read as f64 * 0.3
+                    + (output + reasoning) as f64 * 15.0)
+                    / 1e6;
+                t += 500;
+                parts.push(json!({"id": id("prt", t), "sessionID": ses, "messageID": aid, "type": "step-finish", "reason": if last { "stop" } else { "tool-calls" }, "snapshot": r.hex(40), "cost": cost,
+                    "tokens": {"total": context + output + reasoning, "input": input, "output": output, "reasoning": reasoning, "cache": {"read": cache_read, "write": cache_write}}}));
+                m_in += input;
+                m_out += output;
+                m_read += cache_read;
+                m_write += cache_write;
+                m_cost += cost;
+                cost_total += cost;
+                cached = context;
+                context += output + reasoning + results + 30;
+            }
+            messages.push((
+                json!({"id": aid, "sessionID": ses, "role": "assistant", "parentID": messages.last().map(|(i, _): &(Value, Vec<Value>)| i["id"].clone()), "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build", "agent": "build",
+                    "path": {"cwd": ROOT, "root": ROOT}, "cost": m_cost, "tokens": {"input": m_in, "output": m_out, "reasoning": 0, "cache": {"read": m_read, "write": m_write}},
+                    "time": {"created": t - 10_000, "completed": t}, "finish": if k == 1 { "stop" } else { "tool-calls" }}),
+                parts,
+            ));
+        }
+        if turn == 1 {
+            // An automatic compaction: the request, then the summary, keeping the next turn.
+            t += 5_000;
+            let cid = id("msg", t);
+            messages.push((
+                json!({"id": cid, "sessionID": ses, "role": "user", "time": {"created": t}, "agent": "build", "model": model}),
+                vec![json!({"id": id("prt", t), "sessionID": ses, "messageID": cid, "type": "compaction", "auto": true})],
+            ));
+            t += 8_000;
+            let sid = id("msg", t);
+            let summary = "## Goal\nSpeed up 30-day predictions; fix tz handling west of -120°.\n\n## Done\n- node factors cached per day in src/predict.rs\n- tz_offset applied once, in station local time\n\n## Next\n- CSV export of predictions";
+            let input = r.range(2, 9);
+            let cost = (input as f64 * 3.0
+                + (context - input) as f64 * 3.75
+                + toks(summary) as f64 * 15.0)
+                / 1e6;
+            cost_total += cost;
+            messages.push((
+                json!({"id": sid, "sessionID": ses, "role": "assistant", "parentID": cid, "summary": true, "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "compaction", "agent": "compaction",
+                    "path": {"cwd": ROOT, "root": ROOT}, "cost": cost, "tokens": {"input": input, "output": toks(summary), "reasoning": 0, "cache": {"read": 0, "write": context - input}},
+                    "time": {"created": t, "completed": t + 6_000}, "finish": "stop"}),
+                vec![
+                    json!({"id": id("prt", t), "sessionID": ses, "messageID": sid, "type": "step-start"}),
+                    json!({"id": id("prt", t), "sessionID": ses, "messageID": sid, "type": "text", "text": summary}),
+                    json!({"id": id("prt", t), "sessionID": ses, "messageID": sid, "type": "step-finish", "reason": "stop", "cost": cost,
+                        "tokens": {"total": context + toks(summary), "input": input, "output": toks(summary), "reasoning": 0, "cache": {"read": 0, "write": context - input}}}),
+                ],
+            ));
+            context = 10_400 + toks(summary) + 40;
+            cached = 0;
+        }
+    }
+    // The compaction kept the tail from the last request on: it is the request after it here, so
+    // mark the compaction part with the first message that follows.
+    for (_, parts) in &mut messages {
+        for p in parts.iter_mut() {
+            if p["type"] == "compaction" {
+                p["tail_start_id"] = json!(tail_start);
+            }
+        }
+    }
+    let root_info = json!({"id": ses, "slug": "brave-otter", "projectID": "4f1d2c9a8b7e6d5c4b3a29180716253443526170", "directory": ROOT, "title": "Station flag and tz fix",
+        "version": "1.2.27", "time": {"created": 1_772_800_000_000i64, "updated": t}, "cost": cost_total});
+    // The child session the task call started.
+    let mut ct = 1_772_800_000_000i64 + 200_000;
+    let cu = format!("msg_{:012x}900a", ct);
+    let ca = format!("msg_{:012x}901a", ct + 1);
+    let child_msgs = vec![
+        (
+            json!({"id": cu, "sessionID": child, "role": "user", "time": {"created": ct}, "agent": "general", "model": model}),
+            vec![
+                json!({"id": format!("prt_{:012x}902a", ct), "sessionID": child, "messageID": cu, "type": "text", "text": "List every place tz_offset is read or written."}),
+            ],
+        ),
+        (
+            json!({"id": ca, "sessionID": child, "role": "assistant", "parentID": cu, "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "general", "agent": "general",
+            "path": {"cwd": ROOT, "root": ROOT}, "cost": 0.0397, "tokens": {"input": 4, "output": 41, "reasoning": 0, "cache": {"read": 0, "write": 10_418}}, "time": {"created": ct + 1, "completed": ct + 9_000}, "finish": "stop"}),
+            vec![
+                json!({"id": format!("prt_{:012x}903a", ct), "sessionID": child, "messageID": ca, "type": "step-start"}),
+                json!({"id": format!("prt_{:012x}904a", ct), "sessionID": child, "messageID": ca, "type": "text", "text": "tz_offset is read in src/predict.rs:88 and src/station.rs:41."}),
+                json!({"id": format!("prt_{:012x}905a", ct), "sessionID": child, "messageID": ca, "type": "step-finish", "reason": "stop", "cost": 0.0397,
+                "tokens": {"total": 10_463, "input": 4, "output": 41, "reasoning": 0, "cache": {"read": 0, "write": 10_418}}}),
+            ],
+        ),
+    ];
+    ct += 9_000;
+    let child_info = json!({"id": child, "slug": "quiet-heron", "projectID": "4f1d2c9a8b7e6d5c4b3a29180716253443526170", "directory": ROOT, "parentID": ses,
+        "title": "Find every tz_offset use (@general subagent)", "version": "1.2.27", "time": {"created": 1_772_800_200_000i64, "updated": ct}});
+    vec![
+        OcSession {
+            info: root_info,
+            messages,
+        },
+        OcSession {
+            info: child_info,
+            messages: child_msgs,
+        },
+    ]
+}
+
+fn opencode(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = root.join("opencode");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    let sessions = opencode_sessions();
+    // `opencode export <root session>`
+    let s = &sessions[0];
+    let export = json!({"info": s.info, "messages": s.messages.iter().map(|(i, p)| json!({"info": i, "parts": p})).collect::<Vec<_>>()});
+    // Keys as OpenCode writes them: `info` first, `id` first in it (serde_json sorts them).
+    let info = serde_json::to_string_pretty(&export["info"])?;
+    let info = reorder_id_first(&info);
+    fs::write(
+        dir.join(format!("{}.json", s.info["id"].as_str().unwrap())),
+        format!(
+            "{{\n  \"info\": {},\n  \"messages\": {}\n}}\n",
+            info.replace('\n', "\n  "),
+            serde_json::to_string_pretty(&export["messages"])?.replace('\n', "\n  ")
+        ),
+    )?;
+    // The JSON-file storage.
+    let st = dir.join("storage");
+    for s in &sessions {
+        let ses = s.info["id"].as_str().unwrap();
+        let proj = st
+            .join("session")
+            .join(s.info["projectID"].as_str().unwrap());
+        fs::create_dir_all(&proj)?;
+        fs::write(
+            proj.join(format!("{ses}.json")),
+            reorder_id_first(&serde_json::to_string_pretty(&s.info)?),
+        )?;
+        for (m, parts) in &s.messages {
+            let mid = m["id"].as_str().unwrap();
+            let md = st.join("message").join(ses);
+            fs::create_dir_all(&md)?;
+            fs::write(
+                md.join(format!("{mid}.json")),
+                serde_json::to_string_pretty(m)?,
+            )?;
+            let pd = st.join("part").join(mid);
+            fs::create_dir_all(&pd)?;
+            for p in parts {
+                fs::write(
+                    pd.join(format!("{}.json", p["id"].as_str().unwrap())),
+                    serde_json::to_string_pretty(p)?,
+                )?;
+            }
+        }
+    }
+    // The SQLite store (`session`, `message`, `part`; each object in `data` without its ids).
+    let db = dir.join("opencode.db");
+    let c = rusqlite::Connection::open(&db)?;
+    c.execute_batch(
+        "PRAGMA journal_mode = DELETE;
+         CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+    )?;
+    let strip = |v: &Value, keys: &[&str]| {
+        let mut v = v.clone();
+        for k in keys {
+            v.as_object_mut().unwrap().remove(*k);
+        }
+        v.to_string()
+    };
+    for s in &sessions {
+        let i = &s.info;
+        c.execute(
+            "INSERT INTO session VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            rusqlite::params![
+                i["id"].as_str(),
+                i["projectID"].as_str(),
+                i["parentID"].as_str(),
+                i["slug"].as_str(),
+                i["directory"].as_str(),
+                i["title"].as_str(),
+                i["version"].as_str(),
+                i["time"]["created"].as_i64(),
+                i["time"]["updated"].as_i64()
+            ],
+        )?;
+        for (m, parts) in &s.messages {
+            let tm = m["time"]["created"].as_i64();
+            c.execute(
+                "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+                rusqlite::params![
+                    m["id"].as_str(),
+                    m["sessionID"].as_str(),
+                    tm,
+                    strip(m, &["id", "sessionID"])
+                ],
+            )?;
+            for p in parts {
+                c.execute(
+                    "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    rusqlite::params![
+                        p["id"].as_str(),
+                        p["messageID"].as_str(),
+                        p["sessionID"].as_str(),
+                        tm,
+                        strip(p, &["id", "sessionID", "messageID"])
+                    ],
+                )?;
+            }
+        }
+    }
+    drop(c);
+    Ok(())
+}
+
+/// serde_json writes keys sorted; OpenCode writes `id` first (and the sniffing looks for it).
+fn reorder_id_first(pretty: &str) -> String {
+    let v: Value = serde_json::from_str(pretty).unwrap();
+    let id = v["id"].clone();
+    let mut rest = v.clone();
+    rest.as_object_mut().unwrap().remove("id");
+    let body = serde_json::to_string_pretty(&rest).unwrap();
+    format!("{{\n  \"id\": {},{}", id, &body[1..])
+}
+
 fn native(root: &Path) -> ctxlab::Result<()> {
     let dir = root.join("native");
     fs::create_dir_all(&dir).map_err(|e| ctxlab::Error::io(&dir, e))?;
@@ -1538,6 +1857,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     fuseraft(&root)?;
     gemini(&root)?;
     cline_task(&root)?;
+    opencode(&root)?;
     native(&root)?;
     println!("samples written to {}", root.display());
     Ok(())

@@ -586,3 +586,275 @@ fn cline_bad_history_entries_are_warnings_with_file_and_line() {
         .collect();
     assert_eq!(w, vec![(2, true), (4, true)], "{:?}", s.warnings);
 }
+
+// ------------------------------------------------------------------------------------------
+// OpenCode
+
+const OPENCODE_REAL: &str = "opencode_pfm-categorization/opencode-session.json";
+
+#[test]
+fn opencode_real_export_every_step_is_a_call_with_its_usage_and_cost() {
+    let p = real(OPENCODE_REAL);
+    assert_eq!(formats::detect(&p).unwrap(), "opencode");
+    let s = formats::load_file(&p).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let finishes: Vec<&Value> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .filter(|p| p["type"] == "step-finish")
+        .collect();
+    assert_eq!(finishes.len(), 21);
+    assert_eq!(s.calls.len(), 21);
+    for (c, f) in s.calls.iter().zip(&finishes) {
+        let t = &f["tokens"];
+        let u = c.usage.expect("usage");
+        assert_eq!(u.input, t["input"].as_u64().unwrap());
+        assert_eq!(u.cache_read, t["cache"]["read"].as_u64().unwrap());
+        assert_eq!(u.cache_write_5m, t["cache"]["write"].as_u64().unwrap());
+        assert_eq!(
+            u.output,
+            t["output"].as_u64().unwrap() + t["reasoning"].as_u64().unwrap()
+        );
+    }
+    // The session's own totals agree with the sum of its steps.
+    let info = &doc["info"];
+    let sum = |f: fn(&Usage) -> u64| s.calls.iter().map(|c| f(&c.usage.unwrap())).sum::<u64>();
+    assert_eq!(sum(|u| u.input), info["tokens"]["input"].as_u64().unwrap());
+    assert_eq!(
+        sum(|u| u.output),
+        info["tokens"]["output"].as_u64().unwrap()
+    );
+    assert_eq!(
+        sum(|u| u.cache_read),
+        info["tokens"]["cache"]["read"].as_u64().unwrap()
+    );
+    let max = s
+        .calls
+        .iter()
+        .map(|c| c.usage.unwrap().context_tokens())
+        .max();
+    assert_eq!(max, Some(152_957));
+    // OpenCode's own cost of every step, summing to the session's.
+    assert_eq!(s.recorded_costs.len(), 21);
+    let total: f64 = s.recorded_costs.iter().map(|c| c.usd).sum();
+    assert!(
+        (total - info["cost"].as_f64().unwrap()).abs() < 1e-6,
+        "{total}"
+    );
+    // One response stopped at the output limit: 32,000 tokens.
+    assert!(s.calls.iter().any(|c| c.usage.unwrap().output == 32_000));
+    let tools: usize = s.messages.iter().map(|m| m.tool_call_ids().count()).sum();
+    assert_eq!(tools, 25);
+    assert_tool_pairs(&s);
+    assert_eq!(s.id, "ses_0aaca5626ffe0Qik8RnPS5pLrz");
+    assert_eq!(s.agents[0].model.as_deref(), Some("claude-sonnet-5"));
+    // Reasoning parts are thinking.
+    let thinking = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| matches!(p, Part::Thinking { .. }))
+        .count();
+    assert_eq!(thinking, 13);
+    convert_round_trip(&p);
+}
+
+fn opencode_sample_export() -> PathBuf {
+    let dir = sample("opencode");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(v.len(), 1);
+    v.remove(0)
+}
+
+#[test]
+fn opencode_sample_steps_compaction_pruning_and_errors() {
+    let p = opencode_sample_export();
+    let s = formats::load_file(&p).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let msgs = doc["messages"].as_array().unwrap();
+    // Multi-step messages: one call per step-finish, each with its own reply message.
+    let steps: usize = msgs
+        .iter()
+        .map(|m| {
+            m["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["type"] == "step-finish")
+                .count()
+        })
+        .sum();
+    assert!(msgs.iter().any(|m| m["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["type"] == "step-finish")
+        .count()
+        == 3));
+    assert_eq!(s.calls.len(), steps);
+    let mut replies: Vec<usize> = s.calls.iter().map(|c| c.reply.unwrap()).collect();
+    replies.dedup();
+    assert_eq!(replies.len(), steps);
+    // A step's tool results come right after its reply, before the next step's call.
+    for c in &s.calls {
+        let r = &s.messages[c.reply.unwrap()];
+        if r.tool_call_ids().count() > 0 {
+            let next = &s.messages[c.reply.unwrap() + 1];
+            assert_eq!(next.role, Role::Tool);
+            assert!(r
+                .tool_call_ids()
+                .all(|id| next.tool_result_ids().any(|x| x == id)));
+        }
+    }
+    assert_tool_pairs(&s);
+    // The compaction: automatic, its summary the `summary: true` message, keeping the tail from
+    // `tail_start_id`; the summarizer's own call saw the whole history.
+    assert_eq!(s.compactions.len(), 1);
+    let c = &s.compactions[0];
+    assert_eq!(c.trigger, "auto");
+    let summary = c.summary.unwrap();
+    assert!(s.messages[summary].flags.is_summary);
+    assert!(
+        matches!(&s.messages[summary].parts[0], Part::Text { text } if text.starts_with("## Goal"))
+    );
+    let summarizer = s.calls.iter().find(|x| x.reply == Some(summary)).unwrap();
+    assert!(summarizer.context_end < c.at_message);
+    let request = summary - 1;
+    assert!(
+        matches!(&s.messages[request].parts[0], Part::Text { text } if text == "What did we do so far?")
+    );
+    assert!(c.kept_from.unwrap() <= request);
+    let after = s
+        .calls
+        .iter()
+        .find(|x| x.context_end > c.at_message)
+        .unwrap();
+    assert!(after.usage.unwrap().context_tokens() < summarizer.usage.unwrap().context_tokens());
+    // A pruned output is what OpenCode sends instead of it; a failed call is an error.
+    let results: Vec<&Part> = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| matches!(p, Part::ToolResult { .. }))
+        .collect();
+    assert!(results.iter().any(|p| matches!(p, Part::ToolResult { content, .. } if content == "[Old tool result content cleared]")));
+    let errors = msgs
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .filter(|p| p["state"]["status"] == "error")
+        .count();
+    assert_eq!(
+        results
+            .iter()
+            .filter(|p| matches!(p, Part::ToolResult { is_error: true, .. }))
+            .count(),
+        errors
+    );
+    // Costs: every step's.
+    assert_eq!(s.recorded_costs.len(), steps);
+    convert_round_trip(&p);
+}
+
+#[test]
+fn opencode_database_and_storage_read_the_same_sessions_with_the_subagent() {
+    let db = sample("opencode/opencode.db");
+    assert_eq!(formats::detect(&db).unwrap(), "opencode");
+    // The database holds one root session (its child is read with it).
+    let all = formats::load_all(&db).unwrap();
+    assert_eq!(all.sessions.len(), 1);
+    let s = formats::load_file(&db).unwrap();
+    assert_eq!(comparable(s.clone()), comparable(all.sessions[0].clone()));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.agents.len(), 2);
+    let child = &s.agents[1];
+    assert_eq!(child.parent, Some(0));
+    let task = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .find_map(|p| match p {
+            Part::ToolCall { id, name, .. } if name == "task" => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(child.spawned_by.as_deref(), Some(task.as_str()));
+    assert!(child.name.contains("tz_offset"));
+    // Calls in time order across the two agents, costs following their calls.
+    let ts: Vec<i64> = s.calls.iter().map(|c| c.timestamp.unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]));
+    let child_call = s.calls.iter().position(|c| c.agent == 1).unwrap();
+    let cost = s
+        .recorded_costs
+        .iter()
+        .find(|c| c.call == child_call)
+        .unwrap();
+    assert!((cost.usd - 0.0397).abs() < 1e-12);
+    // The main agent holds the same conversation as the export.
+    let export = formats::load_file(&opencode_sample_export()).unwrap();
+    let main: Vec<&Message> = s.messages.iter().filter(|m| m.agent == 0).collect();
+    assert_eq!(main.len(), export.messages.len());
+    for (a, b) in main.iter().zip(&export.messages) {
+        assert_eq!((a.role, &a.parts, a.flags), (b.role, &b.parts, b.flags));
+    }
+    assert_eq!(s.compactions.len(), 1);
+    // The JSON-file storage: the same session, the folder giving its root session only.
+    let storage = formats::load_all(&sample("opencode/storage")).unwrap();
+    assert_eq!(storage.sessions.len(), 1);
+    assert!(storage.failed.is_empty(), "{:?}", storage.failed);
+    let st = storage.sessions[0].clone();
+    let strip = |mut x: Session| {
+        x = comparable(x);
+        x.source = Default::default();
+        x
+    };
+    assert_eq!(strip(st), strip(s.clone()));
+    convert_round_trip(&db);
+}
+
+#[test]
+fn opencode_bad_entries_are_warnings_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "export.json",
+        concat!(
+            "{\n  \"info\": {\"id\": \"ses_x\", \"title\": \"t\"},\n  \"messages\": [\n",
+            "    {\"info\": {\"id\": \"msg_1\", \"role\": \"user\", \"time\": {\"created\": 1}}, \"parts\": [{\"type\": \"text\", \"text\": \"hi\"}]},\n",
+            "    {\"parts\": []},\n",
+            "    {\"info\": {\"id\": \"msg_2\", \"role\": \"assistant\", \"modelID\": \"m\", \"time\": {\"created\": 2}}, \"parts\": [\n",
+            "      {\"type\": \"step-start\"}, {\"type\": \"text\", \"text\": \"hello\"},\n",
+            "      {\"type\": \"step-finish\", \"cost\": 0.5, \"tokens\": {\"input\": 10, \"output\": 3, \"reasoning\": 2, \"cache\": {\"read\": 100, \"write\": 7}}}]},\n",
+            "    {\"info\": {\"id\": \"msg_3\", \"role\": \"system\"}, \"parts\": []}\n",
+            "  ]\n}\n",
+        ),
+    );
+    assert_eq!(formats::detect(&p).unwrap(), "opencode");
+    let s = formats::load_file(&p).unwrap();
+    assert_eq!(s.calls.len(), 1);
+    // Without `total`, output = output + reasoning.
+    assert_eq!(
+        s.calls[0].usage,
+        Some(Usage {
+            input: 10,
+            output: 5,
+            cache_read: 100,
+            cache_write_5m: 7,
+            cache_write_1h: 0,
+        })
+    );
+    assert_eq!(s.recorded_costs, vec![RecordedCost { call: 0, usd: 0.5 }]);
+    let w: Vec<(u32, bool)> = s
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.file.ends_with("export.json")))
+        .collect();
+    assert_eq!(w, vec![(5, true), (9, true)], "{:?}", s.warnings);
+}

@@ -334,13 +334,10 @@ fn every_real_log_loads_or_is_refused_with_the_formats_tried() {
 
 #[test]
 fn formats_without_a_reader_yet_are_refused_not_misread() {
-    // An OpenCode export is one JSON object with a `messages` list, but not of chat messages: it
-    // must not load as an empty OpenAI-messages session. Copilot CLI's events are JSON lines of
-    // no known log. (Gemini CLI's chat file, alike, has its reader: tests/formats_new_tools.rs.)
-    for rel in [
-        "opencode_pfm-categorization/opencode-session.json",
-        "copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl",
-    ] {
+    // Copilot CLI's events are JSON lines of no known log. (Gemini CLI's chat file and the
+    // OpenCode export, `messages` documents of other tools, have their readers:
+    // tests/formats_new_tools.rs.)
+    for rel in ["copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl"] {
         let e = formats::load_file(&real(rel)).expect_err(rel);
         assert_eq!(e.code(), "unknown_format", "{rel}: {e}");
         assert!(e.to_string().contains("formats tried"), "{e}");

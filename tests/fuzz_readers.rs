@@ -39,8 +39,15 @@ fn samples() -> Vec<(PathBuf, &'static str)> {
     walk(&root, &mut files);
     files.sort();
     for f in files {
-        // A Cline task's metadata sits beside its logs but is not one.
-        if f.file_name().is_some_and(|n| n == "task_metadata.json") {
+        // A Cline task's metadata sits beside its logs but is not one; OpenCode's storage keeps
+        // messages and parts in files read with their session; a SQLite store is not text (its
+        // pages are SQLite's to check).
+        let s = f.to_string_lossy();
+        if f.file_name().is_some_and(|n| n == "task_metadata.json")
+            || s.contains("/storage/message/")
+            || s.contains("/storage/part/")
+            || f.extension().is_some_and(|x| x == "db")
+        {
             continue;
         }
         let fmt = formats::detect(&f).unwrap();

@@ -36,6 +36,15 @@ pub fn detect(path: &Path) -> Result<&'static str> {
             "the file starts with a UTF-8 byte-order mark, which JSON logs never carry".into(),
         ));
     }
+    if opencode::sniff_sqlite(&head) {
+        return if opencode::is_db(path) {
+            Ok(opencode::ID)
+        } else {
+            Err(unknown(
+                "a SQLite database without OpenCode's session, message and part tables".into(),
+            ))
+        };
+    }
     if aider::sniff_text(&head[first..]) {
         return Ok(aider::ID);
     }
@@ -110,6 +119,9 @@ pub fn detect(path: &Path) -> Result<&'static str> {
         }
         if gemini::sniff_head(&text) {
             return Ok(gemini::ID);
+        }
+        if opencode::sniff_head(&text) {
+            return Ok(opencode::ID);
         }
         if swe_agent::sniff_head(&text) {
             return Ok(swe_agent::ID);

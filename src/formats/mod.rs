@@ -20,6 +20,7 @@ mod lines;
 pub mod managed_agents;
 pub mod native;
 pub mod openai;
+pub mod opencode;
 pub mod otel;
 pub mod pi;
 pub mod swe_agent;
@@ -51,6 +52,7 @@ pub const FORMATS: &[&str] = &[
     managed_agents::ID,
     usage_counter::ID,
     gemini::ID,
+    opencode::ID,
 ];
 
 /// Reads one session from one file, in whatever format its content shows.
@@ -76,6 +78,7 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         managed_agents::ID => managed_agents::read(path),
         usage_counter::ID => usage_counter::read(path),
         gemini::ID => gemini::read(path),
+        opencode::ID => opencode::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")
@@ -97,8 +100,14 @@ pub struct Loaded {
 pub fn load_all(path: &Path) -> Result<Loaded> {
     let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.is_dir() {
+        // An OpenCode database holds many sessions.
+        let sessions = if opencode::is_db(path) {
+            opencode::read_db_all(path)?
+        } else {
+            vec![load_file(path)?]
+        };
         return Ok(Loaded {
-            sessions: vec![load_file(path)?],
+            sessions,
             failed: Vec::new(),
         });
     }
@@ -106,6 +115,13 @@ pub fn load_all(path: &Path) -> Result<Loaded> {
     collect_logs(path, &mut files).map_err(|e| Error::io(path, e))?;
     let mut out = Loaded::default();
     for f in files {
+        if opencode::is_db(&f) {
+            match opencode::read_db_all(&f) {
+                Ok(s) => out.sessions.extend(s),
+                Err(e) => out.failed.push(e),
+            }
+            continue;
+        }
         match load_file(&f) {
             Ok(s) => out.sessions.push(s),
             Err(e) => out.failed.push(e),
@@ -160,6 +176,11 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
 /// Candidate logs under `dir`, sorted, skipping hidden entries and the per-session folders that
 /// sit beside a `<name>.jsonl` (Claude Code's subagents and tool-result spill files).
 fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    // OpenCode's storage folder: its root sessions only (messages and parts are read with them).
+    if let Some(sessions) = opencode::storage_sessions(dir) {
+        out.extend(sessions);
+        return Ok(());
+    }
     let mut entries: Vec<PathBuf> = fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -181,6 +202,7 @@ fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             .extension()
             .and_then(|x| x.to_str())
             .is_some_and(|x| matches!(x, "jsonl" | "json" | "ndjson"))
+            || (p.extension().is_some_and(|x| x == "db") && opencode::is_db(&p))
         {
             out.push(p);
         }
