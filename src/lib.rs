@@ -10,6 +10,7 @@
 //! - [`plugin_host`]: discovery, loading and the safe wrapper around strategy plugins;
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
 //! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
+//! - [`models`]: the model table's user operations: models of logs it prices, LiteLLM import.
 
 pub mod chart;
 pub mod compare;
@@ -19,6 +20,7 @@ pub mod export;
 pub mod formats;
 pub mod inspect;
 pub mod model;
+pub mod models;
 pub mod plugin_host;
 pub mod replay;
 pub mod report;

@@ -36,6 +36,9 @@ enum Cmd {
     Convert(cli::convert::Args),
     /// Follow a log while its agent writes it: the summary, then each new call as it is appended.
     Watch(cli::watch::Args),
+    /// The model table (windows, prices): list it, find the models of logs it does not price,
+    /// import a LiteLLM price list into your own models.toml.
+    Models(cli::models::Args),
 }
 
 fn main() {
@@ -50,6 +53,7 @@ fn main() {
         Cmd::Library(a) => cli::library::run(a),
         Cmd::Convert(a) => cli::convert::run(a),
         Cmd::Watch(a) => cli::watch::run(a),
+        Cmd::Models(a) => cli::models::run(a),
     };
     if let Err(e) = result {
         eprintln!("ctxlab: {e}");

@@ -4,6 +4,7 @@ pub mod convert;
 pub mod export;
 pub mod inspect;
 pub mod library;
+pub mod models;
 pub mod plugins;
 pub mod replay;
 pub mod tune;

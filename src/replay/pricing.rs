@@ -153,20 +153,27 @@ pub struct Lookup<'t> {
 /// The models ctxlab knows, and where the table was read from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelTable {
+    /// The entries of the file at `path` first (`from_file` of them), then those of the built-in
+    /// table that it does not name: a lookup finds the file's entry before the built-in one.
     pub models: Vec<ModelInfo>,
-    /// `None` for the built-in table.
+    /// The file read (`--pricing`, or the user's own `models.toml`); `None`: the built-in table.
     pub path: Option<PathBuf>,
-    /// When the figures were last checked against the providers (`date` in the file).
+    /// When the figures were last checked (`date` in the file at `path`, else the built-in one's).
     pub date: Option<String>,
+    /// How many of `models` come from the file at `path`.
+    pub from_file: usize,
+    /// The built-in table's date, when its entries are laid under the user's file.
+    pub builtin_date: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// A model table file: its date and its entries.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
+pub(crate) struct File {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
     #[serde(default)]
-    date: Option<String>,
-    #[serde(default)]
-    model: Vec<ModelInfo>,
+    pub model: Vec<ModelInfo>,
 }
 
 /// Drops one trailing date or version marker: `-20250929`, `-2025-08-07`, `-0613`, `-05-20`,
@@ -234,6 +241,8 @@ impl ModelTable {
             models: Vec::new(),
             path: None,
             date: None,
+            from_file: 0,
+            builtin_date: None,
         }
     }
 
@@ -252,10 +261,40 @@ impl ModelTable {
             }
         })?;
         Ok(ModelTable {
+            from_file: if path.is_some() { f.model.len() } else { 0 },
             models: f.model,
             path: path.map(Path::to_path_buf),
             date: f.date,
+            builtin_date: None,
         })
+    }
+
+    /// Reads a model table file.
+    pub fn read(path: &Path) -> Result<ModelTable> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        ModelTable::parse(&text, Some(path))
+    }
+
+    /// This table (a user's file) over the built-in one: its entries first, then the built-in
+    /// entries whose id none of them names.
+    pub fn over_builtin(self) -> ModelTable {
+        let base = ModelTable::builtin();
+        let named = |n: &str| {
+            self.models.iter().any(|m| {
+                m.id.eq_ignore_ascii_case(n) || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(n))
+            })
+        };
+        let rest: Vec<ModelInfo> = base.models.into_iter().filter(|m| !named(&m.id)).collect();
+        let mut models = self.models;
+        let from_file = models.len();
+        models.extend(rest);
+        ModelTable {
+            models,
+            path: self.path,
+            date: self.date,
+            from_file,
+            builtin_date: base.date,
+        }
     }
 
     /// `<user data folder>/ctxlab/models.toml`, whether it exists or not.
@@ -263,17 +302,14 @@ impl ModelTable {
         dirs::data_dir().map(|d| d.join("ctxlab").join("models.toml"))
     }
 
-    /// The table given by the user (`--pricing`), else the user's own file, else the built-in one.
+    /// The table given with `--pricing`, alone; else the user's own file (where `ctxlab models
+    /// import` writes) over the built-in table; else the built-in table.
     pub fn load(explicit: Option<&Path>) -> Result<ModelTable> {
-        let path = match explicit {
-            Some(p) => Some(p.to_path_buf()),
-            None => ModelTable::user_path().filter(|p| p.is_file()),
-        };
-        match path {
-            Some(p) => {
-                let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
-                ModelTable::parse(&text, Some(&p))
-            }
+        if let Some(p) = explicit {
+            return ModelTable::read(p);
+        }
+        match ModelTable::user_path().filter(|p| p.is_file()) {
+            Some(p) => Ok(ModelTable::read(&p)?.over_builtin()),
             None => Ok(ModelTable::builtin()),
         }
     }
