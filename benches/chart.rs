@@ -7,10 +7,10 @@ mod common;
 use common::{best_of, machine, target_dir, write_fragment};
 use ctxlab::chart::{self, decimate, ChartOptions, Format};
 use ctxlab::compare::Settings;
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Run, Sample, StrategySpec};
 use ctxlab::tune::{self, Objective, Sweep, TuneOptions, TuneSession};
-use ctxlab_plugin_api::sdk::fmt_tokens;
 use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 use std::path::Path;
 

@@ -14,8 +14,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::{best_of, machine, mb, peak_rss, target_dir, write_fragment};
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::tokens::TokenCounter;
-use ctxlab_plugin_api::sdk::fmt_tokens;
 use serde::{Deserialize, Serialize};
 
 /// What one child measured on one file.

@@ -13,11 +13,11 @@ mod common;
 
 use common::session::{session_of, Shape};
 use common::{machine, thread_cpu, write_fragment};
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
-use ctxlab_plugin_api::fmt_tokens;
 use serde_json::{json, Value};
 use std::time::Instant;
 

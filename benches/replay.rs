@@ -10,11 +10,11 @@
 //! shared 2-core machine it also counts the time other processes held the core.
 //! The digest (BLAKE3 of the run's JSON) shows that engine changes keep results identical.
 
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::model::*;
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Budget, Prepared, ReplayOptions, StrategySpec};
 use ctxlab::tokens;
-use ctxlab_plugin_api::fmt_tokens;
 use std::time::Instant;
 
 mod common;

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{best_of, machine, mb, target_dir, write_fragment};
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::model::Part;
 use ctxlab::tokens;
-use ctxlab_plugin_api::sdk::fmt_tokens;
 
 const REAL_LOGS: &[&str] = &[
     "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",

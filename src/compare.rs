@@ -7,10 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::model::{MsgIdx, Part, Role, Session};
-use crate::replay::{self, KeptState, ReplayOptions, Run, StrategySpec};
+use crate::replay::{self, default_threads, parallel, KeptState, ReplayOptions, Run, StrategySpec};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// One column of a comparison: a strategy with its parameters, and the name it is shown under.
 #[derive(Debug, Clone)]
@@ -109,68 +107,6 @@ fn relative(run: &Run, base: &Run) -> Relative {
     }
 }
 
-/// A copy of `opts` for one of several replays run side by side: the same counter, budget,
-/// calibration, prices and cancel flag; progress is reported per replay by the caller instead.
-pub(crate) fn options_like<'a>(opts: &ReplayOptions<'a>) -> ReplayOptions<'a> {
-    ReplayOptions {
-        counter: opts.counter.clone(),
-        budget: opts.budget,
-        budget_assumed: opts.budget_assumed.clone(),
-        calibration: opts.calibration.clone(),
-        summarizer: opts.summarizer,
-        models: opts.models.clone(),
-        cache_ttl: opts.cache_ttl,
-        stop_at_call: opts.stop_at_call,
-        cancel: opts.cancel,
-        progress: None,
-        record_decisions: opts.record_decisions,
-    }
-}
-
-/// Runs `jobs` on up to `threads` threads; results in job order whatever finished first.
-/// `done` is called after each job with (jobs done, jobs in all).
-pub(crate) fn parallel<T: Send, R: Send>(
-    jobs: Vec<T>,
-    threads: usize,
-    work: impl Fn(T) -> R + Sync,
-    done: Option<&(dyn Fn(usize, usize) + Sync)>,
-) -> Vec<R> {
-    let n = jobs.len();
-    let queue: Vec<Mutex<Option<T>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
-    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let (next, finished) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let Some(job) = queue[i].lock().ok().and_then(|mut j| j.take()) else {
-                    continue;
-                };
-                let r = work(job);
-                if let Ok(mut slot) = results[i].lock() {
-                    *slot = Some(r);
-                }
-                let k = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(f) = done {
-                    f(k, n);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .filter_map(|m| m.into_inner().ok().flatten())
-        .collect()
-}
-
-/// Threads worth using: the machine's cores.
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// The given strategies with the baselines in front (unless already given).
 fn with_baselines(strategies: &[StrategyRun]) -> Vec<StrategyRun> {
     let mut all = Vec::new();
@@ -209,7 +145,7 @@ pub fn run(
     let results = parallel(
         all.iter().collect(),
         default_threads(),
-        |s| replay::run_prepared(session, &prepared, s.spec.clone(), &options_like(opts)),
+        |s| replay::run_prepared(session, &prepared, s.spec.clone(), &opts.side_by_side()),
         progress,
     );
     let mut runs = Vec::with_capacity(all.len());
@@ -350,7 +286,7 @@ pub fn kept_at(
         all.iter().collect(),
         default_threads(),
         |s| {
-            let mut o = options_like(opts);
+            let mut o = opts.side_by_side();
             o.stop_at_call = Some(call);
             replay::run_prepared(session, &prepared, s.spec.clone(), &o)
         },
@@ -507,7 +443,7 @@ pub fn parse_params(pairs: &[String], file: Option<&std::path::Path>) -> Result<
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| Error::Invalid(format!("--param {p}: expected NAME=VALUE")))?;
-        map.insert(k.trim().to_string(), crate::tune::parse_value(v));
+        map.insert(k.trim().to_string(), replay::parse_value(v));
     }
     Ok(serde_json::Value::Object(map))
 }

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
+use crate::fmt::fmt_tokens;
 use crate::model::{AgentIdx, Session, Warning};
 use crate::replay::{recorded_contexts_prepared, Prepared, RawContext};
 use crate::tokens::{calibrate, calibrate::samples, Calibration, TokenCounter};
-use ctxlab_plugin_api::sdk::fmt_tokens;
 
 /// How many warnings a report carries verbatim (a corrupt log can have millions).
 pub const FIRST_WARNINGS: usize = 5;

@@ -1,7 +1,7 @@
 //! ctxlab: reconstruct the context of LLM agents from their session logs and replay it through
 //! context-compaction strategies loaded as native plugins.
 //!
-//! Code map (see docs/architecture in DESIGN.md §1):
+//! Code map (docs/architecture.md has the whole map and the rules each boundary keeps):
 //! - [`model`]: the session model every reader produces;
 //! - [`discover`]: session logs agent tools left on this machine (for the app's Library);
 //! - [`formats`]: one reader per log format, and sniffing;
@@ -9,14 +9,17 @@
 //! - [`inspect`]: per-session and per-agent summary of a log (`ctxlab inspect`);
 //! - [`plugin_host`]: discovery, loading and the safe wrapper around strategy plugins;
 //! - [`replay`]: the replay engine, edit-op validation, summarizer and cache/cost model, metrics.
-//! - [`store`]: the SQLite library of sessions, runs, profiles and settings.
-//! - [`models`]: the model table's user operations: models of logs it prices, LiteLLM import.
+//! - [`store`]: the SQLite library of sessions, runs, profiles and settings;
+//! - [`models`]: the model table's user operations: models of logs it prices, LiteLLM import;
+//! - [`compare`], [`tune`], [`export`], [`chart`], [`report`]: what is built on runs;
+//! - [`fmt`]: how numbers are written for people.
 
 pub mod chart;
 pub mod compare;
 pub mod discover;
 pub mod error;
 pub mod export;
+pub mod fmt;
 pub mod formats;
 pub mod inspect;
 pub mod model;

@@ -510,6 +510,9 @@ pub enum Origin {
     BesideExecutable,
     /// `<user data folder>/ctxlab/plugins`.
     UserData,
+    /// The system folder a package installs the built-in strategies into: `lib/ctxlab/plugins`
+    /// beside the `bin` folder holding the executable (`/usr/lib/ctxlab/plugins` for the .deb).
+    System,
     /// `target/<profile>/` of the development checkout the executable was built in.
     Checkout,
 }
@@ -525,7 +528,8 @@ pub struct SearchDir {
 pub const PLUGIN_PATH_VAR: &str = "CTXLAB_PLUGIN_PATH";
 
 /// Where `Registry::discover` looks, in order: `CTXLAB_PLUGIN_PATH`, beside the executable, the
-/// user data folder, and the checkout's `target/<profile>/`. An earlier place wins a strategy id.
+/// user data folder, the system folder, and the checkout's `target/<profile>/`. An earlier place
+/// wins a strategy id, so a user's own build of a strategy overrides the packaged one.
 pub fn search_path() -> Vec<SearchDir> {
     let mut dirs = Vec::new();
     if let Some(v) = std::env::var_os(PLUGIN_PATH_VAR) {
@@ -551,6 +555,12 @@ pub fn search_path() -> Vec<SearchDir> {
             origin: Origin::UserData,
         });
     }
+    if let Some(dir) = exe.as_deref().and_then(system_dir) {
+        dirs.push(SearchDir {
+            path: dir,
+            origin: Origin::System,
+        });
+    }
     if let Some(dir) = exe.as_deref().and_then(checkout_dir) {
         dirs.push(SearchDir {
             path: dir,
@@ -558,6 +568,14 @@ pub fn search_path() -> Vec<SearchDir> {
         });
     }
     dirs
+}
+
+/// `<prefix>/lib/ctxlab/plugins` when `exe` sits in `<prefix>/bin` (a package's `/usr/bin`, a
+/// `cargo install` root, or a package unpacked into a throwaway root): relative to the
+/// executable, so an unpacked package finds its own plugins and never the machine's.
+pub fn system_dir(exe: &Path) -> Option<PathBuf> {
+    let bin = exe.parent()?;
+    (bin.file_name()? == "bin").then(|| bin.parent().unwrap_or(bin).join("lib/ctxlab/plugins"))
 }
 
 /// `target/<profile>/` when `exe` was built by cargo in a checkout: `target/debug/ctxlab` and

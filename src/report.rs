@@ -6,9 +6,9 @@
 use crate::chart::{self, ChartOptions, Format};
 use crate::compare::{ComparedRun, Comparison};
 use crate::error::Result;
+use crate::fmt::fmt_tokens;
 use crate::plugin_host::Registry;
 use crate::replay::Run;
-use ctxlab_plugin_api::fmt_tokens;
 use std::fmt::Write;
 
 /// Text made safe for HTML.

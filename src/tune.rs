@@ -6,12 +6,14 @@
 //! fastest), every figure is a sum over sessions in the order given, and ties go to the lower
 //! candidate number.
 
-use crate::compare::{default_threads, options_like, parallel};
 use crate::error::{Error, Result};
+use crate::fmt::fmt_tokens;
 use crate::model::Session;
 use crate::plugin_host::StrategyEntry;
-use crate::replay::{self, CompactionKind, Metrics, ReplayOptions, Run, StrategySpec};
-use ctxlab_plugin_api::{fmt_tokens, EventKind, ThresholdKind};
+use crate::replay::{
+    self, default_threads, parallel, CompactionKind, Metrics, ReplayOptions, Run, StrategySpec,
+};
+use ctxlab_plugin_api::{EventKind, ThresholdKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,12 +44,6 @@ fn split_values(s: &str) -> Vec<&str> {
     out
 }
 
-/// A value as the user typed it: JSON when it parses, else text.
-pub fn parse_value(v: &str) -> Value {
-    let v = v.trim();
-    serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
-}
-
 impl Sweep {
     /// `Param=v1,v2,...`.
     pub fn parse(text: &str) -> Result<Sweep> {
@@ -57,7 +53,7 @@ impl Sweep {
         let values: Vec<Value> = split_values(vs)
             .into_iter()
             .filter(|v| !v.trim().is_empty())
-            .map(parse_value)
+            .map(replay::parse_value)
             .collect();
         if k.trim().is_empty() || values.is_empty() {
             return Err(Error::Invalid(format!(
@@ -431,7 +427,7 @@ pub fn run(
                 entry: entry.clone(),
                 params: grid[c].1.clone(),
             };
-            let mut o = options_like(&t.opts);
+            let mut o = t.opts.side_by_side();
             o.cancel = opts.cancel.or(t.opts.cancel);
             let run = replay::run_prepared(t.session, &prepared[s], spec, &o)?;
             if let Some(f) = opts.on_run {
@@ -506,7 +502,7 @@ fn explain(
             entry: entry.clone(),
             params: params.clone(),
         };
-        let run = replay::run_prepared(t.session, p, spec, &options_like(&t.opts))?;
+        let run = replay::run_prepared(t.session, p, spec, &t.opts.side_by_side())?;
         out.extend(compaction_points(&run));
     }
     Ok(out)

@@ -555,3 +555,46 @@ fn cli_lists_what_the_plugin_path_and_the_checkout_hold_and_what_was_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn an_installed_executable_finds_the_system_folder_of_its_own_prefix() {
+    // The .deb installs /usr/bin/ctxlab and /usr/lib/ctxlab/plugins; `cargo install` and a
+    // package unpacked into a throwaway root keep the same shape under their own prefix.
+    assert_eq!(
+        ctxlab::plugin_host::system_dir(Path::new("/usr/bin/ctxlab")),
+        Some(PathBuf::from("/usr/lib/ctxlab/plugins"))
+    );
+    assert_eq!(
+        ctxlab::plugin_host::system_dir(Path::new("/tmp/root/usr/bin/ctxlab-app")),
+        Some(PathBuf::from("/tmp/root/usr/lib/ctxlab/plugins"))
+    );
+    // A build folder is no prefix.
+    assert_eq!(
+        ctxlab::plugin_host::system_dir(Path::new("/src/ctxlab/target/debug/ctxlab")),
+        None
+    );
+    // A packaged strategy is found there, after the user's own folder.
+    let root = tempfile::tempdir().unwrap();
+    let sys = root.path().join("usr/lib/ctxlab/plugins");
+    std::fs::create_dir_all(&sys).unwrap();
+    let lib = built("ctxlab_plugin_example");
+    std::fs::copy(&lib, sys.join(lib.file_name().unwrap())).unwrap();
+    let user = root.path().join("home/.local/share/ctxlab/plugins");
+    let reg = Registry::discover_in(&[
+        SearchDir {
+            path: user,
+            origin: Origin::UserData,
+        },
+        SearchDir {
+            path: sys.clone(),
+            origin: Origin::System,
+        },
+    ]);
+    let example = strategy(&reg, "example.keep-last-results");
+    assert!(
+        example.meta.path.starts_with(&sys),
+        "{:?}",
+        example.meta.path
+    );
+    assert!(reg.refused().is_empty(), "{:?}", reg.refused());
+}

@@ -192,7 +192,7 @@ pub struct LiveUpdate {
 }
 
 impl LiveUpdate {
-    /// Calls `from..` of `s` as the live chart needs them (`ctxlab::formats::follow::call_row`),
+    /// Calls `from..` of `s` as the live chart needs them (`ctxlab::tokens::live::call_row`),
     /// with every call's estimate (`estimate[i]` for call `i`).
     pub fn of(
         s: &Session,
@@ -202,7 +202,7 @@ impl LiveUpdate {
     ) -> LiveUpdate {
         let mut calls = CallColumns::default();
         for i in from..s.calls.len() {
-            let row = ctxlab::formats::follow::call_row(s, i, models);
+            let row = ctxlab::tokens::live::call_row(s, i, models);
             calls.agent.push(row.agent);
             calls.timestamp.push(row.timestamp);
             calls.recorded_context.push(row.context);

@@ -12,8 +12,9 @@
 pub mod decimate;
 
 use crate::error::{Error, Result};
+use crate::fmt::fmt_tokens;
 use crate::replay::{CompactionKind, Run};
-use ctxlab_plugin_api::{fmt_tokens, Line as ThresholdLine, ThresholdKind};
+use ctxlab_plugin_api::{Line as ThresholdLine, ThresholdKind};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;

@@ -4,13 +4,13 @@
 use clap::CommandFactory;
 use ctxlab::chart::{self, ChartOptions, Format};
 use ctxlab::compare::{self, Comparison, KeptComparison, Settings, StrategyRun};
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{CacheTtl, KeptState};
 use ctxlab::report::{delta, usd};
 use ctxlab::store::Library;
 use ctxlab::{Error, Result};
-use ctxlab_plugin_api::fmt_tokens;
 use std::path::{Path, PathBuf};
 
 /// How to replay: shared by `compare` and `tune`.

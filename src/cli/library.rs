@@ -1,10 +1,10 @@
 //! `ctxlab library`: the sessions, runs and profiles kept in the library database.
 
 use super::compare::aligned;
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::report::usd;
 use ctxlab::store::{Imported, Library, SourceStatus};
 use ctxlab::{Error, Result};
-use ctxlab_plugin_api::fmt_tokens;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]

@@ -1,8 +1,9 @@
 //! `ctxlab plugins [list|info <id>] [--json]`: what discovery found, what it refused and why,
 //! and one strategy's parameters.
 
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::plugin_host::{Origin, Registry, StrategyMeta};
-use ctxlab_plugin_api::{fmt_tokens, ParamSpec};
+use ctxlab_plugin_api::ParamSpec;
 use serde_json::json;
 
 #[derive(clap::Args)]
@@ -40,6 +41,7 @@ fn origin(o: Origin) -> &'static str {
         Origin::EnvVar => "CTXLAB_PLUGIN_PATH",
         Origin::BesideExecutable => "beside the executable",
         Origin::UserData => "user data folder",
+        Origin::System => "system folder",
         Origin::Checkout => "build folder of this checkout",
     }
 }
@@ -69,7 +71,12 @@ fn list(reg: &Registry, as_json: bool) {
         return;
     }
     if reg.strategies().is_empty() {
-        println!("No strategies found.");
+        println!(
+            "No strategies found. Install the built-in ones: the ctxlab .deb puts them in \
+             /usr/lib/ctxlab/plugins; from a checkout, `make plugins-install` copies the built \
+             plugins to your user folder; or point CTXLAB_PLUGIN_PATH at a folder of \
+             libctxlab_plugin_*.so files."
+        );
     } else {
         let rows: Vec<[String; 5]> = reg
             .strategies()

@@ -1,10 +1,10 @@
 //! `ctxlab replay`: replay each session of a log through one strategy and print its metrics.
 
 use ctxlab::compare;
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Run};
 use ctxlab::{Error, Result};
-use ctxlab_plugin_api::fmt_tokens;
 use serde_json::Value;
 use std::path::PathBuf;
 

@@ -3,12 +3,12 @@
 
 use super::compare::{aligned, ReplayFlags};
 use ctxlab::compare;
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::plugin_host::Registry;
 use ctxlab::report::usd;
 use ctxlab::store::Library;
 use ctxlab::tune::{self, Constraint, Sweep, TuneOptions, TuneResult, TuneSession};
 use ctxlab::{Error, Result};
-use ctxlab_plugin_api::fmt_tokens;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::Duration;
 
-use ctxlab::formats::follow::{call_row, CallRow};
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::formats::{Follower, Update};
 use ctxlab::inspect::summarize;
 use ctxlab::model::{RecordedCompaction, Session};
 use ctxlab::replay::ModelTable;
+use ctxlab::tokens::live::{call_row, CallRow};
 use ctxlab::tokens::{self, DEFAULT_COUNTER};
 use ctxlab::Error;
-use ctxlab_plugin_api::sdk::fmt_tokens;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -21,7 +21,6 @@ use serde::Serialize;
 
 use super::{claude_code, codex, detect, fuseraft, native, pi, FORMATS};
 use crate::model::{Agent, AgentIdx, MsgIdx, RecordedCompaction, Session, Usage, Warning};
-use crate::replay::{session_model, ModelTable};
 use crate::{Error, Result};
 
 /// A reader whose state is kept between reads of a growing file.
@@ -497,72 +496,5 @@ impl Seen {
         }
         self.compactions.clone_from(&s.compactions);
         self.warnings.clone_from(&s.warnings);
-    }
-}
-
-/// One call as a live view shows it: who made it, what it cost, how full its context was.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CallRow {
-    /// Index in `Session::calls`.
-    pub index: usize,
-    pub agent: AgentIdx,
-    pub agent_name: String,
-    pub model: Option<String>,
-    /// Milliseconds since the Unix epoch.
-    pub timestamp: Option<i64>,
-    /// As the log recorded it (none yet for a reply whose usage line has not been written).
-    pub usage: Option<Usage>,
-    /// Context occupancy: tokens the provider read for this call (input + cache read + write).
-    pub context: Option<u64>,
-    /// The model's context window, when the model table knows the model.
-    pub window: Option<u64>,
-    /// The agent's first call after a recorded compaction.
-    pub after_compaction: bool,
-}
-
-impl CallRow {
-    /// Share of the context window the call used, in percent.
-    pub fn occupancy(&self) -> Option<f64> {
-        match (self.context, self.window) {
-            (Some(c), Some(w)) if w > 0 => Some(c as f64 * 100.0 / w as f64),
-            _ => None,
-        }
-    }
-}
-
-/// Call `index` of `s` as a row; the window comes from `models` (the call's model, else its
-/// agent's, else the session's).
-pub fn call_row(s: &Session, index: usize, models: &ModelTable) -> CallRow {
-    let c = &s.calls[index];
-    let agent = s.agents.get(c.agent);
-    let model = c
-        .model
-        .clone()
-        .or_else(|| agent.and_then(|a| a.model.clone()))
-        .or_else(|| session_model(s).map(str::to_string));
-    // The agent's previous call, to see whether a compaction boundary lies between the two.
-    let prev_end = s.calls[..index]
-        .iter()
-        .rev()
-        .find(|p| p.agent == c.agent)
-        .map(|p| p.context_end);
-    let after_compaction = s.compactions.iter().any(|k| {
-        k.agent == c.agent
-            && k.at_message < c.context_end
-            && prev_end.is_none_or(|e| k.at_message >= e)
-    });
-    CallRow {
-        index,
-        agent: c.agent,
-        agent_name: agent.map_or_else(|| c.agent.to_string(), |a| a.name.clone()),
-        window: model
-            .as_deref()
-            .and_then(|m| models.find(m))
-            .and_then(|m| m.context_window),
-        model,
-        timestamp: c.timestamp,
-        usage: c.usage,
-        context: c.usage.map(|u| u.context_tokens()),
-        after_compaction,
     }
 }

@@ -18,6 +18,7 @@ mod engine;
 mod facts;
 mod feed;
 pub mod metrics;
+mod pool;
 mod prepared;
 pub mod pricing;
 mod series;
@@ -28,6 +29,8 @@ pub use metrics::{
     unpriced_notice, Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall,
     RecordedMetrics, Sample, Unpriced,
 };
+pub use pool::default_threads;
+pub(crate) use pool::parallel;
 pub use prepared::Prepared;
 pub use pricing::{CacheTtl, Lookup, MatchKind, ModelInfo, ModelTable, Price};
 pub use series::{write_series_csv, SERIES_COLUMNS};
@@ -35,10 +38,11 @@ pub use summarizer::SummarizerModel;
 pub use validate::MAX_OPS;
 
 use crate::error::{Error, Result};
+use crate::fmt::fmt_tokens;
 use crate::model::{AgentIdx, MsgIdx, Role, Session};
 use crate::plugin_host::StrategyEntry;
 use crate::tokens::{Calibration, TokenCounter};
-use ctxlab_plugin_api::{fmt_tokens, EventKind, Threshold};
+use ctxlab_plugin_api::{EventKind, Threshold};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -144,6 +148,24 @@ pub struct ReplayOptions<'a> {
 }
 
 impl<'a> ReplayOptions<'a> {
+    /// A copy for one of several replays run side by side (compare, tune): the same counter,
+    /// budget, calibration, prices and cancel flag; progress is reported per replay by the caller.
+    pub fn side_by_side(&self) -> ReplayOptions<'a> {
+        ReplayOptions {
+            counter: self.counter.clone(),
+            budget: self.budget,
+            budget_assumed: self.budget_assumed.clone(),
+            calibration: self.calibration.clone(),
+            summarizer: self.summarizer,
+            models: self.models.clone(),
+            cache_ttl: self.cache_ttl,
+            stop_at_call: self.stop_at_call,
+            cancel: self.cancel,
+            progress: None,
+            record_decisions: self.record_decisions,
+        }
+    }
+
     pub fn new(counter: Arc<dyn TokenCounter>) -> ReplayOptions<'a> {
         ReplayOptions {
             counter,
@@ -608,6 +630,12 @@ fn recorded_keep(session: &Session, compaction: usize) -> impl Fn(MsgIdx) -> boo
     let kept_from = c.kept_from.unwrap_or(c.at_message);
     let summary = c.summary;
     move |m| m >= kept_from || Some(m) == summary
+}
+
+/// A parameter value as the user typed it (`--param`, `--sweep`): JSON when it parses, else text.
+pub fn parse_value(v: &str) -> serde_json::Value {
+    let v = v.trim();
+    serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()))
 }
 
 #[cfg(test)]
