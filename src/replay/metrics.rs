@@ -125,12 +125,12 @@ pub fn unpriced_notice(unpriced: &[Unpriced]) -> Option<String> {
             if u.model.is_empty() {
                 format!(
                     "{} {calls} that name no model",
-                    ctxlab_plugin_api::fmt_tokens(u.calls)
+                    crate::fmt::fmt_tokens(u.calls)
                 )
             } else {
                 format!(
                     "{} {calls} of {}",
-                    ctxlab_plugin_api::fmt_tokens(u.calls),
+                    crate::fmt::fmt_tokens(u.calls),
                     u.model
                 )
             }
