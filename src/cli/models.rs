@@ -5,7 +5,7 @@ use super::compare::aligned;
 use ctxlab::models::{self, LogModel};
 use ctxlab::replay::{MatchKind, ModelTable};
 use ctxlab::{Error, Result};
-use ctxlab_plugin_api::fmt_tokens;
+use ctxlab::fmt::fmt_tokens;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
