@@ -19,6 +19,8 @@ pub struct Edit {
     /// Some(true): pin; Some(false): unpin.
     pub pin: Option<bool>,
     pub removal: Option<Removal>,
+    /// A system message smart_truncate dropped: left out of every call until the next request.
+    pub hide: bool,
 }
 
 #[derive(Debug, Default)]
@@ -65,29 +67,49 @@ fn runs(plan: &Plan, summaries: &[SummaryPlan]) -> Vec<(usize, usize, Kind)> {
     out
 }
 
-/// Writes the plan as ops.
+/// Writes the plan as ops; `hidden` (sorted) are left out of this call only. Returns the
+/// persistent removal ranges: (start, end, 1 when a summary takes their place).
 pub fn emit(
     call: &Call<'_>,
     plan: &mut Plan,
     summaries: &[SummaryPlan],
+    hidden: &[usize],
     texts: &Texts<'_>,
     out: &mut Decision,
-) -> Result<(), String> {
-    let ranges = if plan.removes_any() {
+) -> Result<Vec<(usize, usize, usize)>, String> {
+    let removals = if plan.removes_any() {
         removal_ranges(call, plan, summaries)
     } else {
         Vec::new()
     };
+    let persistent: Vec<(usize, usize, usize)> = removals
+        .iter()
+        .map(|r| (r.0, r.1, matches!(r.2, OpKind::Summarize { .. }) as usize))
+        .collect();
     let mut ops = 0usize;
-    if let (Some(first), Some(last)) = (ranges.first(), ranges.last()) {
+    if let (Some(first), Some(last)) = (removals.first(), removals.last()) {
         out.op(OpKind::AllowSplit, Scope::Persistent, first.0..last.1);
         ops += 1;
     }
+    let mut ranges: Vec<(usize, usize, OpKind, Scope)> = removals
+        .into_iter()
+        .map(|(a, b, k)| (a, b, k, Scope::Persistent))
+        .collect();
+    for &p in hidden {
+        match ranges
+            .iter_mut()
+            .find(|r| r.3 == Scope::ThisCall && r.1 == p)
+        {
+            Some(r) => r.1 = p + 1,
+            None => ranges.push((p, p + 1, OpKind::Drop, Scope::ThisCall)),
+        }
+    }
+    ranges.sort_by_key(|r| r.0);
     let mut ri = 0usize;
     let positions: Vec<usize> = plan
         .edits
         .iter()
-        .filter(|(_, e)| e.removal.is_none())
+        .filter(|(_, e)| e.removal.is_none() && !e.hide)
         .map(|(&p, _)| p)
         .collect();
     let mut pi = 0usize;
@@ -98,13 +120,13 @@ pub fn emit(
             _ => false,
         };
         if take_range {
-            let (a, b, kind) = ranges[ri].clone();
+            let (a, b, kind, scope) = ranges[ri].clone();
             ri += 1;
             if (a..b).any(|p| call.msg(p).is_pinned()) {
                 out.op(OpKind::Unpin, Scope::Persistent, a..b);
                 ops += 1;
             }
-            out.op(kind, Scope::Persistent, a..b);
+            out.op(kind, scope, a..b);
             ops += 1;
             continue;
         }
@@ -150,7 +172,7 @@ pub fn emit(
             call.call_index()
         ));
     }
-    Ok(())
+    Ok(persistent)
 }
 
 /// The removal ranges as ops, with the summary of each compaction placed on one of its ranges.

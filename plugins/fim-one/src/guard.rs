@@ -45,6 +45,10 @@ struct AgentState {
     /// Id of the first message of the current request: DbMemory's reload at the next request
     /// only has to look at what came since.
     request_start: Option<u64>,
+    /// (position, id) of the plain system messages ContextGuard's smart_truncate dropped in this
+    /// request, sorted: not sent for the rest of the request (a this-call drop at every call),
+    /// back at the next one, when react.py builds the system messages again.
+    hidden: Vec<(usize, u64)>,
 }
 
 fn est(cache: &mut HashMap<(u64, u64), u64>, m: Msg<'_>) -> u64 {
@@ -135,9 +139,34 @@ impl Strategy for FimOne {
         let cleared = cleared_text(cfg.micro_keep);
         let cleared_est = message_tokens(&cleared, 0);
 
+        // 0. System messages smart_truncate dropped earlier in the request stay out of it; a new
+        // request rebuilds them (react.py `_emit_system_messages` at every run).
+        let new_request = call.new_request() && new > 0;
+        let mut resync = false;
+        if !st.hidden.is_empty() {
+            if new_request {
+                st.hidden.clear();
+                resync = true;
+            } else if st
+                .hidden
+                .iter()
+                .any(|&(p, id)| p >= first_new || call.msg(p).id() != id)
+            {
+                // The positions are kept in step with this plugin's own edits; should they ever
+                // disagree, the ids are found again.
+                let ids: HashSet<u64> = st.hidden.iter().map(|h| h.1).collect();
+                st.hidden = (0..first_new)
+                    .filter(|&p| ids.contains(&call.msg(p).id()))
+                    .map(|p| (p, call.msg(p).id()))
+                    .collect();
+                resync = true;
+            }
+        }
+        let hidden_at: HashSet<usize> = st.hidden.iter().map(|h| h.0).collect();
+
         // 1. Estimates of what the agent already had: carried over, or counted again after a
         // compaction changed the view.
-        let mut synced = st.synced_len == Some(first_new);
+        let mut synced = st.synced_len == Some(first_new) && !resync;
         if synced {
             for &(p, id, assumed) in &st.reestimate {
                 if p >= first_new || call.msg(p).id() != id {
@@ -153,6 +182,9 @@ impl Strategy for FimOne {
             st.sys = 0;
             st.pending.clear();
             for p in 0..first_new {
+                if hidden_at.contains(&p) {
+                    continue;
+                }
                 let m = call.msg(p);
                 let e = est(cache, m);
                 st.total += e;
@@ -166,7 +198,6 @@ impl Strategy for FimOne {
         }
 
         // 2. The request this call serves: the current query and what arrived with it.
-        let new_request = call.new_request() && new > 0;
         let r = if new_request {
             let flagged = (first_new..n)
                 .rev()
@@ -352,18 +383,40 @@ impl Strategy for FimOne {
                 overhead,
                 load_end: (new_request && load_over).then_some(r),
                 cleared_est,
+                hidden: &hidden_at,
             };
             let (s, after) = ctx.compact(call, cache, &mut plan, out);
             summaries = s;
             estimate = after;
         }
-        st.synced_len = if plan.removes_any() { None } else { Some(n) };
+        let newly_hidden = plan.edits.values().any(|e| e.hide);
+        st.synced_len = if plan.removes_any() || newly_hidden {
+            None
+        } else {
+            Some(n)
+        };
         let texts = Texts {
             mask: &cleared,
             truncate_head: cfg.max_msg_chars,
             truncate_marker: TRUNCATED_MARKER,
         };
-        emit(call, &mut plan, &summaries, &texts, out)?;
+        let mut hidden: Vec<usize> = st.hidden.iter().map(|h| h.0).collect();
+        hidden.extend(plan.edits.iter().filter(|(_, e)| e.hide).map(|(&p, _)| p));
+        hidden.sort_unstable();
+        let removed = emit(call, &mut plan, &summaries, &hidden, &texts, out)?;
+        // Where the hidden messages stand after this call's persistent removals (a summarize
+        // range leaves one message).
+        st.hidden = hidden
+            .iter()
+            .map(|&p| {
+                let shift: isize = removed
+                    .iter()
+                    .filter(|r| r.1 <= p)
+                    .map(|r| (r.1 - r.0) as isize - r.2 as isize)
+                    .sum();
+                ((p as isize - shift) as usize, call.msg(p).id())
+            })
+            .collect();
         out.gauge("fim_estimate", estimate as f64);
         out.gauge("budget", budget as f64);
         Ok(())
@@ -398,6 +451,8 @@ struct Full<'c> {
     /// DbMemory compacts the history before this position.
     load_end: Option<usize>,
     cleared_est: u64,
+    /// Positions of the system messages hidden for the rest of the request.
+    hidden: &'c HashSet<usize>,
 }
 
 impl Full<'_> {
@@ -417,6 +472,9 @@ impl Full<'_> {
         };
         let mut entries: Vec<Entry<'a>> = Vec::with_capacity(call.len());
         for (p, m) in call.messages().enumerate() {
+            if self.hidden.contains(&p) {
+                continue;
+            }
             let edit = plan.edits.get(&p);
             if edit.is_some_and(|e| e.removal.is_some()) {
                 continue;
@@ -512,7 +570,15 @@ impl Full<'_> {
         let after = self.overhead + entries.iter().map(|e| e.est).sum::<u64>();
         for (src, how) in &oc.removed {
             if let Src::View(p) = *src {
-                plan.at(p).removal = Some(*how);
+                let e = plan.at(p);
+                if *how == Removal::Drop && is_plain_system(call.msg(p)) {
+                    // Only smart_truncate drops a system message (they are never compactable):
+                    // gone for the rest of the request, rebuilt at the next.
+                    e.hide = true;
+                    e.truncate = false;
+                } else {
+                    e.removal = Some(*how);
+                }
             }
         }
         for &p in &oc.unpinned {

@@ -4,7 +4,7 @@ mod host;
 
 use ctxlab_plugin_api::abi::{FLAG_INJECTED, FLAG_PINNED};
 use ctxlab_plugin_api::testing::{TestCall, TestMsg};
-use ctxlab_plugin_api::{EventKind, OpKind, Role};
+use ctxlab_plugin_api::{EventKind, OpKind, Role, Scope};
 use host::*;
 use serde_json::json;
 
@@ -33,6 +33,15 @@ fn ops_of<'d>(
     f: impl Fn(&OpKind) -> bool,
 ) -> Vec<&'d ctxlab_plugin_api::Op> {
     d.ops.iter().filter(|o| f(&o.kind)).collect()
+}
+
+fn removed_persistently(d: &ctxlab_plugin_api::Decision) -> Vec<usize> {
+    d.ops
+        .iter()
+        .filter(|o| o.scope == Scope::Persistent)
+        .filter(|o| matches!(o.kind, OpKind::Drop | OpKind::Summarize { .. }))
+        .flat_map(|o| o.start..o.end)
+        .collect()
 }
 
 fn removed(d: &ctxlab_plugin_api::Decision) -> Vec<usize> {
@@ -292,10 +301,16 @@ fn smart_truncate_puts_pinned_first_so_a_recent_assistant_is_not_popped() {
     let c = call(m);
     let d = run(s.as_mut(), &c);
     assert_eq!(removed(&d), vec![0, 2, 3, 4, 5], "{:?}", d.ops);
-    // The system prompt goes too: it is the oldest non-pinned message.
+    // The system prompt goes too, the oldest non-pinned message: left out of this call (and of
+    // the rest of the request), kept in the history for the next request.
+    assert!(d
+        .ops
+        .iter()
+        .any(|o| o.scope == Scope::ThisCall && (o.start, o.end) == (0, 1)));
     let after = apply(&c, &d);
-    assert_eq!(after[0].text, text(396));
-    assert_eq!(after[1].role, Role::Assistant);
+    assert_eq!(after[0].role, Role::System);
+    assert_eq!(after[1].text, text(396));
+    assert_eq!(after[2].role, Role::Assistant);
 }
 
 /// context_guard.py `_llm_compact_with_hint`: `old = compactable[:-keep_recent]`, a plain slice:
@@ -554,6 +569,70 @@ fn earlier_summaries_do_not_come_back_at_the_next_request() {
     c.new_messages = 1;
     let d = run(s.as_mut(), &c);
     assert_eq!(removed(&d), vec![2], "{:?}", d.ops);
+}
+
+/// compact.py `smart_truncate` treats the system prompt like any unpinned message: the oldest,
+/// it goes first. react.py builds the system messages again at every run (`_emit_system_messages`
+/// before the history): the prompt is left out for the rest of the request (a this-call drop at
+/// each call) and sent again at the next request.
+#[test]
+fn a_system_prompt_smart_truncate_dropped_is_back_at_the_next_request() {
+    let mut s = strategy(small_budget(json!({"compact_llm": false})));
+    let mut m = vec![TestMsg::system(&text(396)), query("q", 0).pinned()];
+    for i in 0..10 {
+        m.push(if i % 2 == 0 {
+            TestMsg::assistant(&text(396))
+        } else {
+            TestMsg::user(&text(396))
+        });
+    }
+    let mut c = call(m);
+    c.new_request = true;
+    let d = run(s.as_mut(), &c);
+    let this_call: Vec<(usize, usize)> = d
+        .ops
+        .iter()
+        .filter(|o| o.scope == Scope::ThisCall)
+        .map(|o| (o.start, o.end))
+        .collect();
+    assert_eq!(this_call, vec![(0, 1)], "{:?}", d.ops);
+    assert!(!removed_persistently(&d).contains(&0));
+    // The same request: still left out.
+    let mut next = apply(&c, &d);
+    assert_eq!(next[0].role, Role::System);
+    next.push(TestMsg::assistant("x"));
+    let mut c2 = TestCall::new(ids(next, 100));
+    c2.new_messages = 1;
+    c2.call_index = 1;
+    let d2 = run(s.as_mut(), &c2);
+    assert!(
+        d2.ops
+            .iter()
+            .any(|o| o.scope == Scope::ThisCall && (o.start, o.end) == (0, 1)),
+        "{:?}",
+        d2.ops
+    );
+    let est2 = d2.gauges.iter().find(|g| g.0 == "fim_estimate").unwrap().1;
+    assert_eq!(est2, 5.0 + 9.0 * 103.0 + 5.0, "the prompt is not counted");
+    // The next request: the prompt is sent again and counted.
+    let mut third = apply(&c2, &d2);
+    third.push(query("again", 1));
+    let mut c3 = TestCall::new(ids(third, 200));
+    c3.new_messages = 1;
+    c3.new_request = true;
+    c3.call_index = 2;
+    let d3 = run(s.as_mut(), &c3);
+    assert!(
+        d3.ops
+            .iter()
+            .all(|o| !(o.scope == Scope::ThisCall && o.start == 0)),
+        "{:?}",
+        d3.ops
+    );
+    let est3 = d3.gauges.iter().find(|g| g.0 == "fim_estimate").unwrap().1;
+    // prompt 103 + query 5 + the 5 user rows 515 + answer "x" 5 + new query 5 (the intermediate
+    // assistants are not persisted, db.py).
+    assert_eq!(est3, 633.0);
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use ctxlab_plugin_api::abi::{FLAG_EDITED, FLAG_PINNED, FLAG_REQUEST, FLAG_SUMMARY};
 use ctxlab_plugin_api::testing::{TestCall, TestMsg};
-use ctxlab_plugin_api::{Decision, EventKind, OpKind, Params, Role, Strategy, StrategyFactory};
+use ctxlab_plugin_api::{
+    Decision, EventKind, OpKind, Params, Role, Scope, Strategy, StrategyFactory,
+};
 use ctxlab_plugin_fim_one::ContextGuardFactory;
 use serde_json::Value;
 
@@ -90,6 +92,10 @@ pub fn apply(call: &TestCall, d: &Decision) -> Vec<TestMsg> {
     let mut msgs: Vec<Option<TestMsg>> = call.messages.iter().cloned().map(Some).collect();
     let mut inserts: Vec<(usize, TestMsg)> = Vec::new();
     for op in &d.ops {
+        // A this-call op filters what the call sends; the history keeps the message.
+        if op.scope == Scope::ThisCall {
+            continue;
+        }
         for p in op.start..op.end {
             let Some(m) = msgs[p].as_mut() else { continue };
             match &op.kind {
