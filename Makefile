@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build test app app-test ui bench demo fmt
+.PHONY: setup build test oracle-test app app-test ui bench demo fmt
 
 setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS)
@@ -14,7 +14,13 @@ build: setup
 
 test: build
 	$(CARGO) test --workspace --no-fail-fast
+	$(MAKE) --no-print-directory oracle-test
 	$(MAKE) --no-print-directory app-test
+
+# Differential tests against the modelled systems' own packages (tests/oracles/<system>/, each
+# with its own package.json; scripts/setup.sh installs them). They drive the built CLI.
+oracle-test: build
+	cd tests/oracles/librechat && npm test
 
 # The desktop app (src-tauri has its own workspace and target folder). Debug build for the
 # tests: its commands on Tauri's mock runtime, the UI logic with vitest, then end to end under

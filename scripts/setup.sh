@@ -40,10 +40,14 @@ command -v tauri-driver >/dev/null || {
   cargo install tauri-driver --version ^2 --locked
 }
 
-# The UI's npm packages, installed again only when package-lock.json changed since the last
+# The npm packages of the UI and of the differential tests (tests/oracles/*: the modelled
+# systems' own packages), installed again only when package-lock.json changed since the last
 # install (a copy of the lock it installed is kept in node_modules).
-ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
-if [ -f "$ui/package-lock.json" ] && ! cmp -s "$ui/package-lock.json" "$ui/node_modules/.installed-lock.json"; then
-  echo "setup: npm ci in ui/"
-  (cd "$ui" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json)
-fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for dir in "$root/ui" "$root"/tests/oracles/*/; do
+  dir="${dir%/}"
+  if [ -f "$dir/package-lock.json" ] && ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"; then
+    echo "setup: npm ci in ${dir#$root/}/"
+    (cd "$dir" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json)
+  fi
+done

@@ -472,7 +472,10 @@ pub fn strategy(
 /// TOML's dotted keys (`trigger.type = "token_ratio"`) arrive as nested tables
 /// (`{"trigger": {"type": …}}`); parameter names are flat (`trigger.type`). A table whose name is
 /// not itself a parameter (a map-valued one keeps its table) becomes its dotted names.
-fn dotted(params: serde_json::Value, schema: &[ctxlab_plugin_api::ParamSpec]) -> serde_json::Value {
+pub fn dotted(
+    params: serde_json::Value,
+    schema: &[ctxlab_plugin_api::ParamSpec],
+) -> serde_json::Value {
     fn flatten(
         prefix: &str,
         v: serde_json::Value,

@@ -12,6 +12,7 @@ use serde_yaml_ng::{Mapping, Value as Y};
 /// same parameters: a file that would configure the target system differently is never handed out.
 pub fn config(entry: &StrategyEntry, params: &Value, format: Option<&str>) -> Result<String> {
     let meta = &entry.meta;
+    let params = &crate::compare::dotted(params.clone(), &meta.params);
     let format = match format {
         Some(f) if meta.export_formats.iter().any(|x| x == f) => f,
         Some(f) => {

@@ -61,7 +61,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let registry = Registry::discover();
     let entry = registry.require(&args.strategy)?.clone();
-    let base = compare::parse_params(&args.param, args.params_file.as_deref())?;
+    let base = compare::dotted(
+        compare::parse_params(&args.param, args.params_file.as_deref())?,
+        &entry.meta.params,
+    );
     let sweeps: Vec<Sweep> = args
         .sweep
         .iter()

@@ -100,6 +100,8 @@ pub struct Pruner {
     map: Vec<Option<u64>>,
     /// The mutated content of a message (masked, truncated, pruned) within the run.
     content: Vec<Option<String>>,
+    /// The current tool-call inputs of an AI message whose inputs were truncated.
+    inputs: Inputs,
     total: u64,
     last_turn_start: usize,
     last_cut: usize,
@@ -120,6 +122,7 @@ impl Pruner {
             ids: Vec::new(),
             map: Vec::new(),
             content: Vec::new(),
+            inputs: Inputs::new(),
             total: 0,
             last_turn_start: 0,
             last_cut: 0,
@@ -362,6 +365,7 @@ impl Pruner {
             out.emergency = Some(cap);
             let mut counts2 = counts.clone();
             let mut texts2 = texts.clone();
+            let inputs = self.inputs.clone();
             for i in 0..n {
                 let m = &msgs[i];
                 let text = texts2[i].as_deref().unwrap_or(m.text);
@@ -373,7 +377,7 @@ impl Pruner {
                         }
                     }
                     Kind::Ai => {
-                        if let Some(t) = truncate_inputs(m, text, cap) {
+                        if let Some((t, _)) = truncate_inputs(m, inputs.get(&i), cap) {
                             counts2[i] = rc.recount(m, &t);
                             texts2[i] = Some(t);
                         }
@@ -448,12 +452,19 @@ impl Pruner {
 
     /// `preFlightTruncateToolResults` + `preFlightTruncateToolCallInputs` with `base` tokens.
     fn preflight(&mut self, msgs: &[Lc<'_>], base: i64, rc: &dyn Recount) -> usize {
-        let (counts, texts, changed) =
-            preflight_on(msgs, &self.map_counts(), &self.content, base, rc);
+        let (counts, texts, inputs, changed) = preflight_on(
+            msgs,
+            &self.map_counts(),
+            &self.content,
+            &self.inputs,
+            base,
+            rc,
+        );
         for i in changed.iter().copied() {
             self.map[i] = Some(counts[i]);
             self.content[i] = texts[i].clone();
         }
+        self.inputs = inputs;
         changed.len()
     }
 
@@ -468,7 +479,14 @@ impl Pruner {
         base: i64,
         rc: &dyn Recount,
     ) -> (Vec<u64>, Vec<Option<String>>) {
-        let (counts, texts, _) = preflight_on(msgs, &self.map_counts(), &self.content, base, rc);
+        let (counts, texts, _, _) = preflight_on(
+            msgs,
+            &self.map_counts(),
+            &self.content,
+            &self.inputs,
+            base,
+            rc,
+        );
         (counts, texts)
     }
 
@@ -539,26 +557,51 @@ impl Pruner {
     }
 }
 
-/// The AI message's text with each tool call's arguments replaced by `truncateToolInput`'s
-/// `{ _truncated, _originalChars }` where they exceed `cap`. `None` when none does.
-fn truncate_inputs(m: &Lc<'_>, text: &str, cap: u64) -> Option<String> {
-    let mut out = text.to_string();
-    let mut changed = false;
-    for &(_, args) in &m.calls {
-        if args.is_empty() || !out.contains(args) {
-            continue;
+/// Current tool-call inputs of AI messages by position (the originals when absent).
+type Inputs = std::collections::HashMap<usize, Vec<String>>;
+
+/// `truncateToolInput`'s result as the input becomes it: `{ _truncated, _originalChars }`,
+/// serialized as `JSON.stringify` writes it (the key order of the object literal).
+fn input_wrapper(truncated: &str, original_chars: usize) -> String {
+    format!(
+        "{{\"_truncated\":{},\"_originalChars\":{original_chars}}}",
+        serde_json::Value::String(truncated.to_string())
+    )
+}
+
+/// The AI message's text with its tool calls' inputs as they are now (`inputs[k]` in place of
+/// the original arguments of call k).
+pub fn ai_text(m: &Lc<'_>, inputs: &[String]) -> String {
+    let mut out = m.text.to_string();
+    for ((_, args), now) in m.calls.iter().zip(inputs) {
+        if !args.is_empty() && args != now {
+            out = out.replacen(args, now, 1);
         }
-        if let Some(t) = truncate_input(args, cap) {
-            let obj = serde_json::json!({
-                "_truncated": t,
-                "_originalChars": args.chars().count(),
-            })
-            .to_string();
-            out = out.replacen(args, &obj, 1);
+    }
+    out
+}
+
+/// `preFlightTruncateToolCallInputs` / the emergency pass on one AI message: each input longer
+/// than `cap` (serialized) is replaced by its `truncateToolInput` wrapper — an input truncated
+/// before is measured as its wrapper, as LibreChat re-serializes the object. Returns the new
+/// text and inputs, `None` when nothing changes.
+fn truncate_inputs(
+    m: &Lc<'_>,
+    current: Option<&Vec<String>>,
+    cap: u64,
+) -> Option<(String, Vec<String>)> {
+    let mut inputs: Vec<String> = match current {
+        Some(v) => v.clone(),
+        None => m.calls.iter().map(|(_, a)| a.to_string()).collect(),
+    };
+    let mut changed = false;
+    for input in inputs.iter_mut() {
+        if let Some(t) = truncate_input(input, cap) {
+            *input = input_wrapper(&t, input.chars().count());
             changed = true;
         }
     }
-    changed.then_some(out)
+    changed.then(|| (ai_text(m, &inputs), inputs))
 }
 
 /// The pre-flight truncation of results (recency-weighted caps) and tool inputs on given counts
@@ -567,11 +610,13 @@ fn preflight_on(
     msgs: &[Lc<'_>],
     counts: &[u64],
     texts: &[Option<String>],
+    inputs: &Inputs,
     base: i64,
     rc: &dyn Recount,
-) -> (Vec<u64>, Vec<Option<String>>, Vec<usize>) {
+) -> (Vec<u64>, Vec<Option<String>>, Inputs, Vec<usize>) {
     let mut counts = counts.to_vec();
     let mut texts = texts.to_vec();
+    let mut inputs = inputs.clone();
     let mut changed = Vec::new();
     let base_chars = max_tool_result_chars(base) as f64;
     let tools: Vec<usize> = (0..msgs.len())
@@ -596,16 +641,16 @@ fn preflight_on(
         if msgs[i].kind != Kind::Ai || msgs[i].calls.is_empty() {
             continue;
         }
-        let text = texts[i].as_deref().unwrap_or(msgs[i].text);
-        if let Some(new) = truncate_inputs(&msgs[i], text, input_cap) {
+        if let Some((new, now)) = truncate_inputs(&msgs[i], inputs.get(&i), input_cap) {
             counts[i] = rc.recount(&msgs[i], &new);
             texts[i] = Some(new);
+            inputs.insert(i, now);
             changed.push(i);
         }
     }
     changed.sort_unstable();
     changed.dedup();
-    (counts, texts, changed)
+    (counts, texts, inputs, changed)
 }
 
 /// What `getMessagesWithinTokenLimit` keeps (positions, in order), how many it leaves to refine,
@@ -718,13 +763,16 @@ fn repair_orphans(
                 }
             }
             Kind::Ai if !m.calls.is_empty() => {
-                if m.calls.iter().any(|(id, _)| !results.contains(id)) {
+                if m.calls
+                    .iter()
+                    .any(|(id, _)| !id.is_empty() && !results.contains(id))
+                {
                     // Strip the unanswered calls: what is left is the text and the answered
                     // calls' arguments.
                     let cur = text.as_deref().unwrap_or(m.text);
                     let mut stripped = cur.to_string();
                     for &(id, args) in &m.calls {
-                        if !results.contains(id) && !args.is_empty() {
+                        if !id.is_empty() && !results.contains(id) && !args.is_empty() {
                             stripped = stripped.replacen(args, "", 1);
                         }
                     }
