@@ -1812,6 +1812,159 @@ fn reorder_id_first(pretty: &str) -> String {
     format!("{{\n  \"id\": {},{}", id, &body[1..])
 }
 
+// ---------------------------------------------------------------------------------------------
+// GitHub Copilot CLI (session-state/<id>/events.jsonl)
+
+fn copilot(root: &Path) -> std::io::Result<()> {
+    let mut r = Rng(0xC0_B1_07);
+    let sid = r.uuid();
+    let dir = root.join("copilot-cli").join(&sid);
+    fs::create_dir_all(&dir)?;
+    let mut t: i64 = 1_772_900_000_000;
+    let mut out = Vec::new();
+    let mut parent = Value::Null;
+    let mut ev = |out: &mut Vec<String>, r: &mut Rng, t: i64, kind: &str, data: Value| {
+        let id = r.uuid();
+        out.push(json!({"type": kind, "data": data, "id": id, "timestamp": format_ms(t), "parentId": parent}).to_string());
+        parent = json!(id);
+    };
+    ev(
+        &mut out,
+        &mut r,
+        t,
+        "session.start",
+        json!({"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.70", "startTime": format_ms(t), "context": {"cwd": ROOT, "gitRoot": ROOT, "branch": "main"}}),
+    );
+    ev(
+        &mut out,
+        &mut r,
+        t + 900,
+        "session.model_change",
+        json!({"newModel": "claude-sonnet-4.5"}),
+    );
+    ev(
+        &mut out,
+        &mut r,
+        t + 1_000,
+        "system.message",
+        json!({"role": "system", "content": "You are the GitHub Copilot CLI, a terminal assistant. Be concise.\n\n# Tools\nUse bash to run commands, view to read files, edit to change them."}),
+    );
+    let mut api = 0;
+    for (turn, req) in REQUESTS[3..5].iter().enumerate() {
+        t += 30_000;
+        ev(
+            &mut out,
+            &mut r,
+            t,
+            "user.message",
+            json!({"content": req, "transformedContent": format!("<current_datetime>{}</current_datetime>\n\n{req}", format_ms(t)), "attachments": []}),
+        );
+        ev(
+            &mut out,
+            &mut r,
+            t + 10,
+            "assistant.turn_start",
+            json!({"turnId": turn.to_string()}),
+        );
+        let steps = r.range(3, 5);
+        for step in 0..=steps {
+            t += r.range(2_000, 8_000) as i64;
+            let last = step == steps;
+            let mut requests = Vec::new();
+            let mut results = Vec::new();
+            if !last {
+                for _ in 0..r.range(1, 2) {
+                    let (name, input, result, err) = tool_step(&mut r, &mut None);
+                    let (tool, args) = match name.as_str() {
+                        "Read" => ("view", json!({"path": input["file_path"]})),
+                        "Edit" => (
+                            "edit",
+                            json!({"path": input["file_path"], "old_str": input["old_string"], "new_str": input["new_string"]}),
+                        ),
+                        _ => (
+                            "bash",
+                            json!({"command": input.get("command").cloned().unwrap_or(json!("rg -n tz_offset src")), "description": "Run it"}),
+                        ),
+                    };
+                    let id = format!("toolu_bdrk_01{}", r.b58(22));
+                    requests.push(json!({"toolCallId": id, "name": tool, "arguments": args, "type": "function"}));
+                    results.push((id, tool, args, result, err));
+                }
+            }
+            let content = if last {
+                "Done: predictions west of -120° now use the station's tz_offset once."
+            } else if r.chance(50) {
+                ""
+            } else {
+                *r.pick(REPLIES)
+            };
+            let reasoning = r.pick(REPLIES).to_string();
+            api += 1;
+            let (message_id, opaque, api_id) = (
+                r.uuid(),
+                r.b58(64),
+                format!("msg_bdrk_{api:02}{}", r.b58(20)),
+            );
+            let output = toks(content)
+                + toks(&reasoning)
+                + requests.iter().map(|q| toks(&q.to_string())).sum::<u64>();
+            ev(
+                &mut out,
+                &mut r,
+                t,
+                "assistant.message",
+                json!({"messageId": message_id, "model": "claude-sonnet-4.5", "content": content, "toolRequests": requests,
+                "reasoningText": reasoning, "reasoningOpaque": opaque, "outputTokens": output, "apiCallId": api_id, "turnId": turn.to_string()}),
+            );
+            for (id, tool, args, result, err) in results {
+                ev(
+                    &mut out,
+                    &mut r,
+                    t + 100,
+                    "tool.execution_start",
+                    json!({"toolCallId": id, "toolName": tool, "arguments": args}),
+                );
+                let data = if err {
+                    json!({"toolCallId": id, "success": false, "error": {"message": result, "code": "failure"}})
+                } else {
+                    json!({"toolCallId": id, "success": true, "result": {"content": result, "detailedContent": result}})
+                };
+                ev(&mut out, &mut r, t + 900, "tool.execution_complete", data);
+            }
+            if turn == 0 && step == 1 {
+                ev(
+                    &mut out,
+                    &mut r,
+                    t + 1_000,
+                    "system.notification",
+                    json!({"content": "<system_notification>\nShell command \"cargo test\" (shellId: 3) has completed successfully.\n</system_notification>", "kind": {"type": "shell_completed", "shellId": "3", "exitCode": 0}}),
+                );
+            }
+        }
+        ev(
+            &mut out,
+            &mut r,
+            t + 50,
+            "assistant.turn_end",
+            json!({"turnId": turn.to_string()}),
+        );
+        if turn == 0 {
+            // Copilot CLI compacted the history between the two requests.
+            t += 5_000;
+            ev(&mut out, &mut r, t, "session.compaction_start", json!({}));
+            ev(
+                &mut out,
+                &mut r,
+                t + 7_000,
+                "session.compaction_complete",
+                json!({"success": true, "preCompactionTokens": 41_200, "postCompactionTokens": 6_100,
+                "summaryContent": "<summary>\nThe user asked why predictions near midnight are an hour off west of -120°. tz_offset was applied twice (station.rs and predict.rs); predict.rs now leaves it to station.rs.\n</summary>"}),
+            );
+        }
+    }
+    write_lines(&dir.join("events.jsonl"), &out)
+}
+
 fn native(root: &Path) -> ctxlab::Result<()> {
     let dir = root.join("native");
     fs::create_dir_all(&dir).map_err(|e| ctxlab::Error::io(&dir, e))?;
@@ -1858,6 +2011,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     gemini(&root)?;
     cline_task(&root)?;
     opencode(&root)?;
+    copilot(&root)?;
     native(&root)?;
     println!("samples written to {}", root.display());
     Ok(())

@@ -21,6 +21,8 @@ pub struct SessionReport {
     pub bytes: u64,
     /// True when the log has token counts but no message text (nothing to estimate or replay).
     pub usage_only: bool,
+    /// True when the log records output tokens only (`Session::estimate_only`).
+    pub estimate_only: bool,
     /// The counter behind every estimate in this report.
     pub counter: String,
     /// Over all agents; `peak_context` is the largest of any single call.
@@ -214,6 +216,7 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
         files: session.source.files.clone(),
         bytes: session.source.bytes,
         usage_only: session.usage_only,
+        estimate_only: session.estimate_only,
         counter: prepared.counter().to_string(),
         totals,
         agents,
@@ -351,6 +354,10 @@ impl SessionReport {
                     fmt_tokens(c.samples as u64),
                     fmt_tokens(c.session.overhead.round() as u64),
                     c.session.ratio
+                )),
+                None if self.estimate_only => out.push_str(&format!(
+                    "calibration: none ({})\n",
+                    crate::model::ESTIMATE_ONLY_NOTE
                 )),
                 None => out.push_str("calibration: none (no call has both recorded usage and recorded messages)\n"),
             }

@@ -298,6 +298,10 @@ pub struct RecordedThreshold {
     pub tokens: u64,
 }
 
+/// What every view of a session's fidelity says of an `estimate_only` session (one wording, shown
+/// by `inspect`, `replay`, `compare`, the HTML report and the app).
+pub const ESTIMATE_ONLY_NOTE: &str = "estimate-only: the log records output tokens only (no input, no cache), so every input count is ctxlab's estimate, uncalibrated";
+
 /// The cost of one call as the tool that wrote the log computed it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct RecordedCost {

@@ -110,6 +110,13 @@ pub fn html(c: &Comparison, registry: &Registry, title: &str) -> Result<String> 
 
     h.push_str("<h2>Fidelity of the token reconstruction</h2>\n");
     match c.fidelity {
+        _ if c.runs.iter().any(|r| r.run.estimate_only) => {
+            let _ = writeln!(
+                h,
+                "<p class=\"bad\">The log is {}.</p>",
+                escape(crate::model::ESTIMATE_ONLY_NOTE)
+            );
+        }
         Some(f) => {
             let _ = write!(
                 h,

@@ -858,3 +858,155 @@ fn opencode_bad_entries_are_warnings_with_file_and_line() {
         .collect();
     assert_eq!(w, vec![(5, true), (9, true)], "{:?}", s.warnings);
 }
+
+// ------------------------------------------------------------------------------------------
+// GitHub Copilot CLI
+
+const COPILOT_REAL: &str = "copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl";
+
+#[test]
+fn copilot_real_events_one_call_per_api_call_output_only() {
+    let p = real(COPILOT_REAL);
+    assert_eq!(formats::detect(&p).unwrap(), "copilot-cli");
+    let s = formats::load_file(&p).unwrap();
+    let events: Vec<Value> = std::fs::read_to_string(&p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let replies: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant.message")
+        .collect();
+    assert_eq!(replies.len(), 54);
+    assert_eq!(s.calls.len(), 54);
+    assert!(s.estimate_only, "output-only usage");
+    for (c, e) in s.calls.iter().zip(&replies) {
+        assert_eq!(c.request_id.as_deref(), e["data"]["apiCallId"].as_str());
+        let u = c.usage.unwrap();
+        assert_eq!(u.output, e["data"]["outputTokens"].as_u64().unwrap());
+        assert_eq!(u.context_tokens(), 0, "no input is recorded");
+        assert_eq!(c.model.as_deref(), Some("claude-sonnet-4.6"));
+    }
+    // The system prompt is the first message; 68 tool calls, each answered.
+    assert_eq!(s.messages[0].role, Role::System);
+    let calls: usize = s.messages.iter().map(|m| m.tool_call_ids().count()).sum();
+    assert_eq!(calls, 68);
+    assert_tool_pairs(&s);
+    // Entire's totals count 53 calls and 19,004 output tokens: a warning says so.
+    let w = s
+        .warnings
+        .iter()
+        .find(|w| w.file.ends_with("metadata.json"))
+        .expect("Entire totals warning");
+    assert!(
+        w.message.contains("API calls 53 (log: 54)"),
+        "{}",
+        w.message
+    );
+    assert!(
+        w.message.contains("output 19004 (log: 19254)"),
+        "{}",
+        w.message
+    );
+    // No calibration is possible, and the views say why.
+    let counter = ctxlab::tokens::counter("heuristic").unwrap();
+    assert!(ctxlab::tokens::calibrate_session(&s, counter.as_ref()).is_none());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args([
+            "replay",
+            "--strategy",
+            "recorded",
+            "--window",
+            "200000",
+            "--max-output",
+            "32000",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("fidelity: estimate-only"), "{text}");
+    assert!(!text.contains("replayed vs recorded input"), "{text}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("inspect")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("calibration: none (estimate-only"), "{text}");
+    convert_round_trip(&p);
+}
+
+#[test]
+fn copilot_sample_compaction_notifications_errors_and_a_torn_last_line() {
+    let dir = sample("copilot-cli");
+    let s = formats::load(&dir).unwrap().remove(0);
+    assert!(s.estimate_only);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let p = PathBuf::from(&s.source.files[0]);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let replies = lines
+        .iter()
+        .filter(|l| l.contains("\"type\":\"assistant.message\""))
+        .count();
+    assert_eq!(s.calls.len(), replies);
+    // A last line cut while being written, and a line of another log: warnings with their
+    // line, the rest loads.
+    let tmp = tempfile::tempdir().unwrap();
+    let torn = write(
+        tmp.path(),
+        "events.jsonl",
+        &format!("{text}{{\"a\":1}}\n{{\"type\":\"assistant.message\",\"data\":"),
+    );
+    let t = formats::load_file(&torn).unwrap();
+    assert_eq!(t.calls.len(), s.calls.len());
+    let w: Vec<(usize, bool)> = t
+        .warnings
+        .iter()
+        .map(|w| (w.line as usize, w.message.contains("truncated")))
+        .collect();
+    assert_eq!(
+        w,
+        vec![(lines.len() + 1, false), (lines.len() + 2, true)],
+        "{:?}",
+        t.warnings
+    );
+    assert!(s
+        .calls
+        .iter()
+        .all(|c| c.usage.is_some_and(|u| u.input == 0 && u.output > 0)));
+    // Copilot's compaction: its summary, and the tokens before it as Copilot counted them.
+    assert_eq!(s.compactions.len(), 1);
+    let c = &s.compactions[0];
+    assert_eq!(c.pre_tokens, Some(41_200));
+    let summary = c.summary.unwrap();
+    assert_eq!(summary, c.at_message);
+    assert!(s.messages[summary].flags.is_summary);
+    assert!(s.calls.iter().any(|x| x.context_end > c.at_message));
+    // A background shell's notification reaches the model as an injected message.
+    assert!(s.messages.iter().any(|m| m.flags.injected
+        && matches!(&m.parts[0], Part::Text { text } if text.contains("system_notification"))));
+    // The user message is what the model got (transformedContent), the reasoning is thinking.
+    assert!(s.messages.iter().any(|m| m.role == Role::User
+        && matches!(&m.parts[0], Part::Text { text } if text.starts_with("<current_datetime>"))));
+    let failed = lines
+        .iter()
+        .filter(|l| l.contains("\"success\":false"))
+        .count();
+    let errors = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| matches!(p, Part::ToolResult { is_error: true, .. }))
+        .count();
+    assert_eq!(errors, failed);
+    assert_tool_pairs(&s);
+    convert_round_trip(&p);
+}

@@ -333,15 +333,9 @@ fn every_real_log_loads_or_is_refused_with_the_formats_tried() {
 }
 
 #[test]
-fn formats_without_a_reader_yet_are_refused_not_misread() {
-    // Copilot CLI's events are JSON lines of no known log. (Gemini CLI's chat file and the
-    // OpenCode export, `messages` documents of other tools, have their readers:
-    // tests/formats_new_tools.rs.)
-    for rel in ["copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl"] {
-        let e = formats::load_file(&real(rel)).expect_err(rel);
-        assert_eq!(e.code(), "unknown_format", "{rel}: {e}");
-        assert!(e.to_string().contains("formats tried"), "{e}");
-    }
+fn entire_metadata_is_refused_not_misread() {
+    // Gemini CLI's chat file and the OpenCode export (`messages` documents of other tools) and
+    // Copilot CLI's events now have their readers: tests/formats_new_tools.rs.
     // Entire's checkpoint metadata beside a transcript is not a log.
     for rel in [
         "claude-code_oh-my-posh/28/0a344253d3/0/metadata.json",

@@ -100,6 +100,8 @@ pub struct SessionSummary {
     pub model: Option<String>,
     /// Token counts but no text: it charts, it cannot be replayed.
     pub usage_only: bool,
+    /// Output tokens only: every input count is an estimate, uncalibrated.
+    pub estimate_only: bool,
     pub warning_count: usize,
     pub warnings: Vec<WarningView>,
 }
@@ -645,6 +647,7 @@ impl SessionSummary {
             peak_context: r.totals.peak_context,
             model: ctxlab::replay::session_model(s).map(String::from),
             usage_only: s.usage_only,
+            estimate_only: s.estimate_only,
             warning_count: r.warning_count,
             warnings: r
                 .warnings

@@ -335,6 +335,10 @@ pub fn aligned(rows: &[Vec<String>], text_last: bool) -> String {
 fn table(c: &Comparison) -> String {
     let mut out = format!("session {} — {} runs\n", c.session, c.runs.len());
     match c.fidelity {
+        _ if c.runs.iter().any(|r| r.run.estimate_only) => out.push_str(&format!(
+            "fidelity: {}\n",
+            ctxlab::model::ESTIMATE_ONLY_NOTE
+        )),
         Some(f) => out.push_str(&format!(
             "fidelity: calibrated on {} calls, estimate error mean {:.1} %, p95 {:.1} %\n",
             fmt_tokens(f.samples as u64),

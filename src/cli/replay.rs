@@ -197,7 +197,10 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
     );
     row("pinned violations", fmt_tokens(m.pinned_violations));
     row("split tool pairs", fmt_tokens(m.split_tool_pairs));
-    if let Some(r) = &run.recorded {
+    if let Some(r) = run.recorded.as_ref().filter(|_| run.estimate_only) {
+        row("recorded output tokens", fmt_tokens(r.output_tokens));
+        row("recorded input tokens", "not recorded (output only)".into());
+    } else if let Some(r) = &run.recorded {
         row("recorded input tokens", fmt_tokens(r.input_tokens));
         row("recorded cost", usd(r.cost_usd));
         row(
@@ -239,6 +242,10 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
         out.push_str(&format!("budget: {a}\n"));
     }
     match fidelity {
+        _ if run.estimate_only => out.push_str(&format!(
+            "fidelity: {}\n",
+            ctxlab::model::ESTIMATE_ONLY_NOTE
+        )),
         Some((mean, p95)) => out.push_str(&format!(
             "fidelity: calibrated on the log's usage, estimate error mean {mean:.1} %, p95 {p95:.1} %\n"
         )),

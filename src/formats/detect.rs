@@ -191,6 +191,9 @@ fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     if gemini::sniff(o) {
         return Some(gemini::ID);
     }
+    if copilot::sniff(o) {
+        return Some(copilot::ID);
+    }
     if claude_code::sniff(o) {
         return Some(claude_code::ID);
     }

@@ -8,6 +8,7 @@ pub mod aider;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod copilot;
 mod de;
 mod detect;
 mod doc;
@@ -53,6 +54,7 @@ pub const FORMATS: &[&str] = &[
     usage_counter::ID,
     gemini::ID,
     opencode::ID,
+    copilot::ID,
 ];
 
 /// Reads one session from one file, in whatever format its content shows.
@@ -79,6 +81,7 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         usage_counter::ID => usage_counter::read(path),
         gemini::ID => gemini::read(path),
         opencode::ID => opencode::read(path),
+        copilot::ID => copilot::read(path),
         other => Err(Error::Invalid(format!(
             "unknown format `{other}`; formats: {}",
             FORMATS.join(", ")

@@ -290,6 +290,10 @@ pub struct Run {
     /// The model the budget and prices were taken from.
     pub model: Option<String>,
     pub calibrated: bool,
+    /// The session records output tokens only (`Session::estimate_only`): `recorded` holds no
+    /// input figures to compare with.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimate_only: bool,
     pub summarizer: SummarizerModel,
     pub cache_ttl: CacheTtl,
     /// Agent ids, by `AgentIdx`.
@@ -501,6 +505,7 @@ pub fn run_prepared(
         budget_assumed,
         model: session_model(session).map(String::from),
         calibrated: opts.calibration.is_some(),
+        estimate_only: session.estimate_only,
         summarizer: opts.summarizer,
         cache_ttl: opts.cache_ttl,
         agents: session.agents.iter().map(|a| a.id.clone()).collect(),

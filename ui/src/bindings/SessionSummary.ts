@@ -20,4 +20,8 @@ recorded_input: number, peak_context: number, model: string | null,
 /**
  * Token counts but no text: it charts, it cannot be replayed.
  */
-usage_only: boolean, warning_count: number, warnings: Array<WarningView>, };
+usage_only: boolean, 
+/**
+ * Output tokens only: every input count is an estimate, uncalibrated.
+ */
+estimate_only: boolean, warning_count: number, warnings: Array<WarningView>, };

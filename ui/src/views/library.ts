@@ -117,7 +117,7 @@ export function renderLibrary(root: HTMLElement) {
               "tr",
               { class: s.key === store.current ? "selected clickable" : "clickable", onclick: () => void selectSession(s.key).then(() => go("session")) },
               h("td", { title: s.path }, h("div", {}, s.title ?? s.id), h("div.muted.small", {}, s.path)),
-              h("td", {}, s.format, s.usage_only ? h("span.badge", { title: "Token counts without text: it charts, it cannot be replayed" }, "usage only") : null),
+              h("td", {}, s.format, s.usage_only ? h("span.badge", { title: "Token counts without text: it charts, it cannot be replayed" }, "usage only") : null, s.estimate_only ? h("span.badge", { title: "Output tokens only: every input count is ctxlab's estimate, uncalibrated" }, "estimate only") : null),
               h("td.num", {}, fmtInt(s.agents)),
               h("td.num", {}, fmtInt(s.calls)),
               h("td.num", {}, fmtInt(s.recorded_input)),

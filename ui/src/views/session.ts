@@ -145,7 +145,7 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
         h("strong", {}, `±${fmtPct(fid.mean_ape)}`),
         ` mean, ±${fmtPct(fid.p95_ape)} p95 over ${fmtInt(fid.samples)} calls (${fid.counter})`,
       )
-    : h("div.fidelity.muted", { testid: "fidelity" }, s.usage_only ? "Usage-only log: it charts, but it holds no text to replay." : "No call has both recorded usage and text: the estimate cannot be checked against this log.");
+    : h("div.fidelity.muted", { testid: "fidelity" }, s.usage_only ? "Usage-only log: it charts, but it holds no text to replay." : s.estimate_only ? "Estimate-only log: it records output tokens only (no input, no cache), so every input count is ctxlab's estimate, uncalibrated." : "No call has both recorded usage and text: the estimate cannot be checked against this log.");
 
   const tree = agentTree(d.agents);
   const agents = h(
