@@ -110,7 +110,7 @@ fn main() {
         .expect("fuseraft")
         .clone();
     let sweeps = [
-        Sweep::parse("TriggerTurnCount=10,15,20,25,30,40,50,60,80,100").expect("sweep"),
+        Sweep::parse("TriggerTurnCount=12,15,20,25,30,40,50,60,80,100").expect("sweep"),
         Sweep::parse("KeepRecentTurns=4,10").expect("sweep"),
     ];
     let runs = 20.0;
