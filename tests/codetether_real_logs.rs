@@ -44,7 +44,7 @@ fn trigger_schedules_match_codetethers_own() {
         ),
         (
             "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
-            (145..=181).collect(),
+            (168..=181).collect(),
         ),
     ] {
         let got = schedule(rel);

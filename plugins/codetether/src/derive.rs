@@ -232,6 +232,8 @@ pub(crate) fn derive(call: &Call<'_>, s: &Settings, h: &mut History, out: &mut D
     if len == 0 {
         return budget;
     }
+    // experimental::apply_all: thinking prune, dedup, low-entropy pruning (pair repair below).
+    h.prune(call);
     h.dedup(call, DEDUP_KEEP_LAST, DEDUP_MIN_BYTES);
     let mut ops: Vec<Op> = Vec::new();
 

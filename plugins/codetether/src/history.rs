@@ -69,6 +69,8 @@ pub(crate) struct History {
     /// Tool-output dedup (experimental/dedup.rs): first sighting of each large result.
     seen: FnvMap<(u64, u64), String>,
     dedup_upto: usize,
+    thinking_upto: usize,
+    lingua_upto: usize,
     /// Dedup markers decided but not yet sent to the host as edits: (position, placeholder).
     pub pending_masks: Vec<(usize, String)>,
     /// Prefixes compressed at an earlier step: their background RLM summary is cached by now.
@@ -156,6 +158,8 @@ impl History {
             calls: FnvMap::default(),
             seen: FnvMap::default(),
             dedup_upto: 0,
+            thinking_upto: 0,
+            lingua_upto: 0,
             pending_masks: Vec::new(),
             compressed: Default::default(),
         }
@@ -319,6 +323,46 @@ impl History {
             }
         }
         self.dedup_upto = self.dedup_upto.max(eligible);
+    }
+
+    /// thinking_prune.rs `prune_thinking` and lingua.rs `prune_low_entropy` on the messages that
+    /// have aged past their windows since the previous call (prune.rs): CodeTether's estimate of
+    /// those messages drops by what the passes remove.
+    pub fn prune(&mut self, call: &ctxlab_plugin_api::Call<'_>) {
+        use crate::prune::*;
+        let len = self.entries.len();
+        for p in self.thinking_upto..len.saturating_sub(THINKING_KEEP_LAST) {
+            let m = call.msg(p);
+            let Some(thinking) = thinking_bytes(&m).filter(|&t| t > 0) else {
+                continue;
+            };
+            let text = Parts::of(&m).text;
+            let ws = thinking * text.ws / text.bytes.max(1);
+            // With the thinking goes the newline that joined it to the text.
+            let kept = text.minus(Span {
+                bytes: thinking + 1,
+                ws: ws + 1,
+            });
+            let saved = text.tokens().saturating_sub(kept.tokens());
+            self.set_est(p, self.entries[p].est.saturating_sub(saved));
+        }
+        self.thinking_upto = self
+            .thinking_upto
+            .max(len.saturating_sub(THINKING_KEEP_LAST));
+        for p in self.lingua_upto..len.saturating_sub(LINGUA_KEEP_LAST) {
+            let m = call.msg(p);
+            if m.role() != Role::Assistant || m.has_tool_calls() || thinking_bytes(&m) != Some(0) {
+                continue;
+            }
+            let text = m.text();
+            let saved = Span::of(text)
+                .tokens()
+                .saturating_sub(pruned_span(text).tokens());
+            if saved > 0 {
+                self.set_est(p, self.entries[p].est.saturating_sub(saved));
+            }
+        }
+        self.lingua_upto = self.lingua_upto.max(len.saturating_sub(LINGUA_KEEP_LAST));
     }
 
     fn set_est(&mut self, p: usize, est: u64) {

@@ -10,6 +10,7 @@ mod config;
 mod derive;
 mod estimate;
 mod history;
+mod prune;
 mod terminal;
 
 #[cfg(test)]

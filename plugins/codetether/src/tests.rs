@@ -560,3 +560,49 @@ fn validation_refuses_what_codetether_could_not_compile() {
         assert!(CompressionStrategy.create(p).is_err(), "{bad}");
     }
 }
+
+fn estimate_gauge(d: &Decision) -> u64 {
+    d.gauges
+        .iter()
+        .find(|g| g.0 == "codetether_estimate")
+        .unwrap()
+        .1 as u64
+}
+
+#[test]
+fn thinking_older_than_4_messages_leaves_the_estimate() {
+    // experimental/thinking_prune.rs prune_thinking (KEEP_LAST_MESSAGES 4).
+    let reply = text("reply", 10);
+    let thought = text("thinking", 2_000);
+    let mut m = vec![
+        user(0, 10),
+        TestMsg::assistant(&format!("{thought}\n{reply}")).content(&reply),
+    ];
+    let mut s = strategy(json!({}));
+    let fresh = estimate_gauge(&call(m.clone()).decide(s.as_mut()).unwrap());
+    assert_eq!(
+        fresh,
+        10 + estimate::estimate_tokens(&format!("{thought}\n{reply}"))
+    );
+    m.extend((0..4).map(|i| user(10 + i, 10)));
+    let aged = estimate_gauge(&call(m).decide(s.as_mut()).unwrap());
+    // The thinking's 2,000 tokens are gone; the reply and the four new messages remain.
+    assert_eq!(aged, 10 + 10 + 40);
+}
+
+#[test]
+fn formatting_noise_in_old_assistant_text_leaves_the_estimate() {
+    // experimental/lingua.rs prune_low_entropy (KEEP_LAST_MESSAGES 6).
+    let noisy = format!("{}\n\n\n\n...\n   \n{}   \n", text("a", 50), text("b", 50));
+    let mut m = vec![user(0, 10), TestMsg::assistant(&noisy)];
+    let mut s = strategy(json!({}));
+    let fresh = estimate_gauge(&call(m.clone()).decide(s.as_mut()).unwrap());
+    m.extend((0..6).map(|i| user(10 + i, 10)));
+    let aged = estimate_gauge(&call(m).decide(s.as_mut()).unwrap());
+    let pruned = prune::pruned_span(&noisy).tokens();
+    assert!(pruned < estimate::estimate_tokens(&noisy));
+    assert_eq!(
+        aged,
+        fresh - estimate::estimate_tokens(&noisy) + pruned + 60
+    );
+}

@@ -1,7 +1,8 @@
-//! `codetether-schedule <native.jsonl> <model>`: for every call of every agent of a ctxlab-native
-//! session, build the history CodeTether would hold (the agent's messages before the call, tool
-//! results in `Role::Tool` messages) and run codetether-agent 4.7.4's `derive_context` on it with
-//! an empty system prompt, no tools and a provider that always fails (so summaries come from the
+//! `codetether-schedule <native.jsonl> <model> [system-prompt-tokens]`: for every call of every
+//! agent of a ctxlab-native session, build the history CodeTether would hold (the agent's
+//! messages before the call, tool results in `Role::Tool` messages) and run codetether-agent
+//! 4.7.4's `derive_context` on it with a system prompt of that many tokens (ctxlab's calibrated
+//! overhead; 0 by default), no tools and a provider that always fails (so summaries come from the
 //! chunker). Prints one line per call: `call <index> agent <a> messages <n> started <0|1>
 //! estimate <CodeTether's request estimate>`, then the calls that triggered.
 
@@ -83,9 +84,13 @@ fn message(m: &Value) -> Message {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, path, model] = args.as_slice() else {
-        bail!("usage: codetether-schedule <native.jsonl> <model>");
+    let (path, model, system) = match args.as_slice() {
+        [_, path, model] => (path, model, 0),
+        [_, path, model, n] => (path, model, n.parse::<usize>()?),
+        _ => bail!("usage: codetether-schedule <native.jsonl> <model> [system-prompt-tokens]"),
     };
+    // A system prompt CodeTether estimates at exactly `system` tokens (4 bytes, one a space).
+    let system_prompt = "abc ".repeat(system);
     let mut messages = Vec::new();
     let mut calls = Vec::new();
     let mut summaries = std::collections::HashSet::new();
@@ -121,10 +126,22 @@ async fn main() -> Result<()> {
         // them), printed for every call.
         let mut passed = session.messages.clone();
         codetether_agent::session::helper::experimental::apply_all(&mut passed);
-        let estimate =
-            codetether_agent::session::helper::token::estimate_request_tokens("", &passed, &[]);
+        let estimate = codetether_agent::session::helper::token::estimate_request_tokens(
+            &system_prompt,
+            &passed,
+            &[],
+        );
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-        derive_context(&session, provider.clone(), model, "", &[], Some(&tx), None).await?;
+        derive_context(
+            &session,
+            provider.clone(),
+            model,
+            &system_prompt,
+            &[],
+            Some(&tx),
+            None,
+        )
+        .await?;
         drop(tx);
         let mut fired = None;
         while let Some(ev) = rx.recv().await {
