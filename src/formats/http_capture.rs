@@ -326,7 +326,8 @@ enum Streamed {
 }
 
 fn anthropic_stream(lines: &[String], x: &mut Exchange) {
-    let mut blocks: Vec<Streamed> = Vec::new();
+    // Keyed by the stream's block index, so memory is bounded by the events, not by an index.
+    let mut blocks: std::collections::BTreeMap<u64, Streamed> = Default::default();
     let mut usage = Map::new();
     let mut started = false;
     for data in sse_data(lines) {
@@ -356,17 +357,11 @@ fn anthropic_stream(lines: &[String], x: &mut Exchange) {
                     },
                     _ => Streamed::Other,
                 };
-                let at = ev["index"].as_u64().map_or(blocks.len(), |i| i as usize);
-                if at >= blocks.len() {
-                    blocks.resize_with(at + 1, || Streamed::Other);
-                }
-                blocks[at] = block;
+                let next = blocks.keys().next_back().map_or(0, |k| k.saturating_add(1));
+                blocks.insert(ev["index"].as_u64().unwrap_or(next), block);
             }
             "content_block_delta" => {
-                let Some(b) = ev["index"]
-                    .as_u64()
-                    .and_then(|i| blocks.get_mut(i as usize))
-                else {
+                let Some(b) = ev["index"].as_u64().and_then(|i| blocks.get_mut(&i)) else {
                     continue;
                 };
                 let d = &ev["delta"];
@@ -390,7 +385,7 @@ fn anthropic_stream(lines: &[String], x: &mut Exchange) {
         return;
     }
     let parts = blocks
-        .into_iter()
+        .into_values()
         .filter_map(|b| match b {
             Streamed::Text(text) => Some(Part::Text { text }),
             Streamed::Thinking(text) => Some(Part::Thinking { text }),
@@ -485,7 +480,8 @@ fn openai_response(body: &str, x: &mut Exchange) {
 fn openai_stream(lines: &[String], x: &mut Exchange) {
     let mut thinking = String::new();
     let mut text = String::new();
-    let mut tools: Vec<(String, String, String)> = Vec::new();
+    // Keyed by `tool_calls[].index`: memory is bounded by the chunks, not by an index.
+    let mut tools: std::collections::BTreeMap<u64, (String, String, String)> = Default::default();
     let mut any = false;
     for data in sse_data(lines) {
         let Ok(ev) = serde_json::from_str::<Value>(data) else {
@@ -503,11 +499,7 @@ fn openai_stream(lines: &[String], x: &mut Exchange) {
         text.push_str(d["content"].as_str().unwrap_or(""));
         thinking.push_str(d["reasoning_content"].as_str().unwrap_or(""));
         for tc in d["tool_calls"].as_array().into_iter().flatten() {
-            let i = tc["index"].as_u64().unwrap_or(0) as usize;
-            if i >= tools.len() {
-                tools.resize_with(i + 1, Default::default);
-            }
-            let t = &mut tools[i];
+            let t = tools.entry(tc["index"].as_u64().unwrap_or(0)).or_default();
             t.0.push_str(tc["id"].as_str().unwrap_or(""));
             t.1.push_str(tc["function"]["name"].as_str().unwrap_or(""));
             t.2.push_str(tc["function"]["arguments"].as_str().unwrap_or(""));
@@ -523,7 +515,7 @@ fn openai_stream(lines: &[String], x: &mut Exchange) {
     if !text.is_empty() {
         parts.push(Part::Text { text });
     }
-    for (id, name, args) in tools {
+    for (id, name, args) in tools.into_values() {
         parts.push(Part::ToolCall { id, name, args });
     }
     x.reply = Some(parts);

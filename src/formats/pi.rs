@@ -260,7 +260,9 @@ impl Sink {
         };
         let kept_from = match kept_entry {
             // The current entry is already counted: only earlier entries can be kept.
-            Some(i) if i + 1 < self.entry_msg.len() => Some(self.entry_msg[i].min(at)),
+            Some(i) if i < self.entry_msg.len().saturating_sub(1) => {
+                Some(self.entry_msg[i].min(at))
+            }
             Some(i) => {
                 self.s.warn(
                     pos,

@@ -1,0 +1,117 @@
+//! Issue #25, "a hostile world": inputs built from the project's own samples that once crashed,
+//! hung or lost data. Each test failed before its fix.
+
+use std::path::{Path, PathBuf};
+
+use ctxlab::formats;
+use ctxlab::model::{Part, Session};
+
+fn sample(rel: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples")).join(rel)
+}
+
+fn tool_calls(s: &Session) -> Vec<(String, String)> {
+    s.messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolCall { id, name, .. } => Some((id.clone(), name.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Finding 1: pi's `firstKeptEntryIndex` of u64::MAX (or 1e20, which saturates) overflowed
+/// `i + 1` and indexed out of bounds; it must warn like any index past the entries.
+#[test]
+fn pi_huge_first_kept_index_warns() {
+    let orig = std::fs::read_to_string(sample(
+        "pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl",
+    ))
+    .unwrap();
+    assert!(orig.contains("\"firstKeptEntryIndex\":89"));
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["18446744073709551615", "1e20", "18446744073709551614"] {
+        let p = dir.path().join("s.jsonl");
+        std::fs::write(
+            &p,
+            orig.replace(
+                "\"firstKeptEntryIndex\":89",
+                &format!("\"firstKeptEntryIndex\":{bad}"),
+            ),
+        )
+        .unwrap();
+        let s = formats::load_as(&p, "pi").unwrap_or_else(|e| panic!("{bad}: {e}"));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.line == 97 && w.message.contains("is not an earlier entry")),
+            "{bad}: {:?}",
+            s.warnings
+        );
+        assert!(s.compactions.iter().all(|c| c.kept_from.is_none()), "{bad}");
+    }
+}
+
+/// Finding 2: an Anthropic stream block `index` of u64::MAX panicked and one of 1e9 tried to
+/// allocate 72 GB; blocks are now kept by index, so memory follows the events.
+#[test]
+fn http_capture_huge_anthropic_stream_index() {
+    let path = sample("http-capture/anthropic-claude-code.jsonl");
+    let orig = std::fs::read_to_string(&path).unwrap();
+    let want = tool_calls(&formats::load_as(&path, "http-capture").unwrap());
+    assert!(!want.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    for big in ["18446744073709551615", "1000000000"] {
+        // Every block 1 becomes block `big`: start and deltas alike.
+        let text = orig.replace("\\\"index\\\": 1,", &format!("\\\"index\\\": {big},"));
+        assert_ne!(text, orig);
+        let p = dir.path().join("c.jsonl");
+        std::fs::write(&p, text).unwrap();
+        let s = formats::load_as(&p, "http-capture").unwrap();
+        assert_eq!(tool_calls(&s), want, "index {big}");
+    }
+}
+
+/// Finding 2: OpenAI streamed `tool_calls[].index` of u64::MAX panicked, 1e9 aborted. The
+/// stream is built from the OpenAI sample's first reply.
+#[test]
+fn http_capture_huge_openai_tool_call_index() {
+    let path = sample("http-capture/openai-chat.jsonl");
+    let first = std::fs::read_to_string(&path).unwrap();
+    let mut x: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    let tc = x["response"]["choices"][0]["message"]["tool_calls"][0].clone();
+    assert!(tc["id"].is_string(), "{tc}");
+    let dir = tempfile::tempdir().unwrap();
+    for big in [u64::MAX, 1_000_000_000, 0] {
+        let chunk = |delta: serde_json::Value| {
+            format!(
+                "data: {}",
+                serde_json::json!({"model": "gpt-4.1", "choices": [{"index": 0, "delta": delta}]})
+            )
+        };
+        let lines = vec![
+            chunk(serde_json::json!({"role": "assistant"})),
+            chunk(
+                serde_json::json!({"tool_calls": [{"index": big, "id": tc["id"],
+                "function": {"name": tc["function"]["name"], "arguments": ""}}]}),
+            ),
+            chunk(serde_json::json!({"tool_calls": [{"index": big,
+                "function": {"arguments": tc["function"]["arguments"]}}]})),
+            "data: [DONE]".to_string(),
+        ];
+        x["response"] = serde_json::json!({"stream": true, "sse_lines": lines});
+        let p = dir.path().join("o.jsonl");
+        std::fs::write(&p, format!("{x}\n")).unwrap();
+        let s = formats::load_as(&p, "http-capture").unwrap();
+        let calls = tool_calls(&s);
+        assert_eq!(
+            calls,
+            vec![(
+                tc["id"].as_str().unwrap().to_string(),
+                tc["function"]["name"].as_str().unwrap().to_string()
+            )],
+            "index {big}"
+        );
+    }
+}
