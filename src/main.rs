@@ -41,7 +41,28 @@ enum Cmd {
     Models(cli::models::Args),
 }
 
+/// `println!` panics when standard output fails. A reader that closed the pipe
+/// (`ctxlab inspect DIR | head -1`) ends the command quietly; any other failure (a full disk)
+/// is a one-line error and exit 1, never a panic message.
+fn stdout_errors_are_not_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Some(err) = info
+            .payload_as_str()
+            .and_then(|m| m.strip_prefix("failed printing to stdout: "))
+        {
+            if err.contains("(os error 32)") {
+                std::process::exit(0);
+            }
+            eprintln!("ctxlab: cannot write to standard output: {err}");
+            std::process::exit(1);
+        }
+        default(info)
+    }));
+}
+
 fn main() {
+    stdout_errors_are_not_panics();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Inspect(a) => cli::inspect::run(a),

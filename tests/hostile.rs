@@ -115,3 +115,45 @@ fn http_capture_huge_openai_tool_call_index() {
         );
     }
 }
+
+/// Finding 6: a stdout write error panicked ("failed printing to stdout"). A closed pipe ends
+/// the command quietly; a full device is a one-line error and exit 1.
+#[test]
+fn stdout_errors_do_not_panic() {
+    use std::process::{Command, Stdio};
+    let log = sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("inspect")
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.is_empty(), "a closed pipe is not an error: {err}");
+    assert!(out.status.success(), "{:?} {err}", out.status);
+
+    if Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+            .arg("inspect")
+            .arg(&log)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.starts_with("ctxlab: cannot write to standard output:") && err.contains("space"),
+            "{err}"
+        );
+    }
+}

@@ -2,10 +2,10 @@
 //! not price, import a LiteLLM price list into the user's own models.toml.
 
 use super::compare::aligned;
+use ctxlab::fmt::fmt_tokens;
 use ctxlab::models::{self, LogModel};
 use ctxlab::replay::{MatchKind, ModelTable};
 use ctxlab::{Error, Result};
-use ctxlab::fmt::fmt_tokens;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
