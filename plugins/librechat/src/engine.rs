@@ -26,6 +26,50 @@ struct AgentState {
     tool_schema: Option<f64>,
     /// `_lastSummarizationMsgCount`.
     last_summary_count: usize,
+    /// What each message is, by position after the leading summary (worked out once).
+    info: Vec<Info>,
+}
+
+/// The LangChain shape of one host message, kept between calls.
+#[derive(Debug)]
+struct Info {
+    id: u64,
+    kind: Kind,
+    has_text: bool,
+    result_of: Option<Box<str>>,
+    calls: Vec<(Box<str>, Box<str>)>,
+    max_arg: u64,
+}
+
+impl Info {
+    fn of(m: &ctxlab_plugin_api::Msg<'_>) -> Info {
+        let k = kind(
+            m.role(),
+            m.has_tool_results() && m.role() != Role::Assistant,
+        );
+        let calls: Vec<(Box<str>, Box<str>)> = if k == Kind::Ai {
+            m.tools()
+                .filter(|t| !t.is_result())
+                .map(|t| (t.id().into(), t.body().into()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Info {
+            id: m.id(),
+            kind: k,
+            has_text: k == Kind::Ai && has_own_text(m),
+            result_of: (k == Kind::Tool)
+                .then(|| m.tools().find(|t| t.is_result()).map(|t| t.id().into()))
+                .flatten(),
+            max_arg: calls
+                .iter()
+                .map(|(_, a)| a.chars().count() as u64)
+                .max()
+                .unwrap_or(0),
+            calls,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -148,37 +192,40 @@ impl Strategy for LibreChat {
             base += 1;
         }
         let summary_tokens = call.tokens_in(0..base) as f64;
-        let msgs: Vec<Lc<'_>> = (base..n)
-            .map(|i| {
+        let st = self.agents.entry(call.agent().to_string()).or_default();
+        // The shapes of the messages seen before stay; a history that changed is worked out anew.
+        let same = st
+            .info
+            .iter()
+            .zip(base..n)
+            .take_while(|(info, i)| info.id == call.msg(*i).id())
+            .count();
+        st.info.truncate(same);
+        for i in base + same..n {
+            st.info.push(Info::of(&call.msg(i)));
+        }
+        let msgs: Vec<Lc<'_>> = st
+            .info
+            .iter()
+            .zip(base..n)
+            .map(|(info, i)| {
                 let m = call.msg(i);
-                let k = kind(
-                    m.role(),
-                    m.has_tool_results() && m.role() != Role::Assistant,
-                );
                 Lc {
-                    kind: k,
-                    id: m.id(),
+                    kind: info.kind,
+                    id: info.id,
                     tokens: m.tokens(),
+                    chars: m.chars(),
                     text: m.text(),
-                    calls: if k == Kind::Ai {
-                        m.tools()
-                            .filter(|t| !t.is_result())
-                            .map(|t| (t.id(), t.body()))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    has_text: k == Kind::Ai && has_own_text(&m),
-                    result_of: (k == Kind::Tool)
-                        .then(|| m.tools().find(|t| t.is_result()).map(|t| t.id()))
-                        .flatten(),
+                    calls: &info.calls,
+                    max_arg: info.max_arg,
+                    has_text: info.has_text,
+                    result_of: info.result_of.as_deref(),
                 }
             })
             .collect();
 
         let b = call.budget();
         let max_context = max_context_tokens(b.context_window, b.max_output, cfg.reserve_ratio);
-        let st = self.agents.entry(call.agent().to_string()).or_default();
         if call.new_request() {
             // A new run: a new AgentContext and pruner; the calibration ratio carries over.
             st.pruner = None;
@@ -346,7 +393,7 @@ fn emit(
     let pos_of_call: HashMap<&str, usize> = msgs
         .iter()
         .enumerate()
-        .flat_map(|(i, m)| m.calls.iter().map(move |(id, _)| (*id, i)))
+        .flat_map(|(i, m)| m.calls.iter().map(move |(id, _)| (&**id, i)))
         .collect();
     let mut widened = 0;
     for p in 0..n {

@@ -39,12 +39,15 @@ pub enum Kind {
 pub struct Lc<'a> {
     pub kind: Kind,
     pub id: u64,
-    /// The host's token count of the original.
+    /// The host's token count and characters of the original.
     pub tokens: u64,
+    pub chars: u64,
     /// The original text (the host's flattened text: text parts, tool arguments, results).
     pub text: &'a str,
     /// AI: ids of its tool calls, and their arguments (JSON text) in order.
-    pub calls: Vec<(&'a str, &'a str)>,
+    pub calls: &'a [(Box<str>, Box<str>)],
+    /// AI: characters of its longest tool-call arguments.
+    pub max_arg: u64,
     /// AI: it has text of its own (`maskConsumedToolResults`' `hasText`).
     pub has_text: bool,
     /// Tool: the id of the call it answers (`tool_call_id`).
@@ -102,6 +105,8 @@ pub struct Pruner {
     content: Vec<Option<String>>,
     /// The current tool-call inputs of an AI message whose inputs were truncated.
     inputs: Inputs,
+    /// Characters of each message as it is now.
+    lens: Vec<u64>,
     total: u64,
     last_turn_start: usize,
     last_cut: usize,
@@ -123,6 +128,7 @@ impl Pruner {
             map: Vec::new(),
             content: Vec::new(),
             inputs: Inputs::new(),
+            lens: Vec::new(),
             total: 0,
             last_turn_start: 0,
             last_cut: 0,
@@ -175,6 +181,8 @@ impl Pruner {
         self.ids.extend(msgs[self.ids.len()..].iter().map(|m| m.id));
         self.map.resize(n, None);
         self.content.resize(n, None);
+        let seen = self.lens.len();
+        self.lens.extend(msgs[seen..].iter().map(|m| m.chars));
 
         // New messages: raw counts; with usage, the first new AI message is the reply and counts
         // the provider's output tokens.
@@ -338,10 +346,10 @@ impl Pruner {
             current_instructions
         };
         let counts: Vec<u64> = self.map[..n].iter().map(|t| t.unwrap_or(0)).collect();
-        let texts: Vec<Option<String>> = self.content[..n].to_vec();
+        let texts = &self.content[..n];
         let fit = within_limit(msgs, &counts, raw_budget, raw_instructions);
         let (mut context, mut reclaimed, dropped) =
-            repair_orphans(msgs, &counts, &texts, &fit.context, rc);
+            repair_orphans(msgs, &counts, texts, &fit.context, rc);
         out.orphans = dropped;
         let mut refine = fit.refine + dropped;
         let remaining_initial = fit.remaining;
@@ -350,6 +358,7 @@ impl Pruner {
             // Fallback fading on a copy, retried against the (calibrated-space) pruning budget.
             let budget = 1024f64.max(effective) as i64;
             let (counts2, texts2) = self.faded(msgs, budget, rc);
+            let counts2: Vec<u64> = counts2.iter().map(|t| t.unwrap_or(0)).collect();
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
             let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &retry.context, rc);
             if !c.is_empty() {
@@ -364,7 +373,7 @@ impl Pruner {
             let cap = 200f64.max(per_message * 4.0) as u64;
             out.emergency = Some(cap);
             let mut counts2 = counts.clone();
-            let mut texts2 = texts.clone();
+            let mut texts2 = texts.to_vec();
             let inputs = self.inputs.clone();
             for i in 0..n {
                 let m = &msgs[i];
@@ -441,8 +450,12 @@ impl Pruner {
             } else {
                 MASKED_RESULT_MAX_CHARS
             };
+            if self.lens[i] <= max {
+                continue;
+            }
             if let Some(t) = truncate_result(self.text(msgs, i), max) {
                 self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.lens[i] = t.chars().count() as u64;
                 self.content[i] = Some(t);
                 masked += 1;
             }
@@ -452,24 +465,13 @@ impl Pruner {
 
     /// `preFlightTruncateToolResults` + `preFlightTruncateToolCallInputs` with `base` tokens.
     fn preflight(&mut self, msgs: &[Lc<'_>], base: i64, rc: &dyn Recount) -> usize {
-        let (counts, texts, inputs, changed) = preflight_on(
-            msgs,
-            &self.map_counts(),
-            &self.content,
-            &self.inputs,
-            base,
-            rc,
-        );
-        for i in changed.iter().copied() {
-            self.map[i] = Some(counts[i]);
-            self.content[i] = texts[i].clone();
-        }
-        self.inputs = inputs;
-        changed.len()
-    }
-
-    fn map_counts(&self) -> Vec<u64> {
-        self.map.iter().map(|t| t.unwrap_or(0)).collect()
+        let mut w = Work {
+            counts: &mut self.map,
+            content: &mut self.content,
+            lens: &mut self.lens,
+            inputs: &mut self.inputs,
+        };
+        preflight_on(msgs, &mut w, base, rc)
     }
 
     /// Fallback fading: the pre-flight truncation on a copy (the closure keeps its counts).
@@ -478,16 +480,21 @@ impl Pruner {
         msgs: &[Lc<'_>],
         base: i64,
         rc: &dyn Recount,
-    ) -> (Vec<u64>, Vec<Option<String>>) {
-        let (counts, texts, _, _) = preflight_on(
-            msgs,
-            &self.map_counts(),
-            &self.content,
-            &self.inputs,
-            base,
-            rc,
+    ) -> (Vec<Option<u64>>, Vec<Option<String>>) {
+        let (mut counts, mut content, mut lens, mut inputs) = (
+            self.map.clone(),
+            self.content.clone(),
+            self.lens.clone(),
+            self.inputs.clone(),
         );
-        (counts, texts)
+        let mut w = Work {
+            counts: &mut counts,
+            content: &mut content,
+            lens: &mut lens,
+            inputs: &mut inputs,
+        };
+        preflight_on(msgs, &mut w, base, rc);
+        (counts, content)
     }
 
     /// `applyContextPruning` (contextPruning.ts).
@@ -530,11 +537,11 @@ impl Pruner {
             if msgs[i].kind != Kind::Tool || protected[i] {
                 continue;
             }
-            let text = self.text(msgs, i);
-            let len = text.chars().count() as u64;
+            let len = self.lens[i];
             if len < p.min_prunable_tool_chars {
                 continue;
             }
+            let text = self.text(msgs, i);
             let age = (n - i) as f64 / n as f64;
             let new = if age >= p.hard_clear_ratio && p.hard_clear_enabled {
                 Some(p.hard_clear_placeholder.clone())
@@ -549,6 +556,7 @@ impl Pruner {
             };
             if let Some(t) = new {
                 self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.lens[i] = t.chars().count() as u64;
                 self.content[i] = Some(t);
                 changed += 1;
             }
@@ -574,8 +582,8 @@ fn input_wrapper(truncated: &str, original_chars: usize) -> String {
 pub fn ai_text(m: &Lc<'_>, inputs: &[String]) -> String {
     let mut out = m.text.to_string();
     for ((_, args), now) in m.calls.iter().zip(inputs) {
-        if !args.is_empty() && args != now {
-            out = out.replacen(args, now, 1);
+        if !args.is_empty() && **args != **now {
+            out = out.replacen(&**args, now, 1);
         }
     }
     out
@@ -604,53 +612,69 @@ fn truncate_inputs(
     changed.then(|| (ai_text(m, &inputs), inputs))
 }
 
-/// The pre-flight truncation of results (recency-weighted caps) and tool inputs on given counts
-/// and texts; returns the new ones and the positions changed.
-fn preflight_on(
-    msgs: &[Lc<'_>],
-    counts: &[u64],
-    texts: &[Option<String>],
-    inputs: &Inputs,
-    base: i64,
-    rc: &dyn Recount,
-) -> (Vec<u64>, Vec<Option<String>>, Inputs, Vec<usize>) {
-    let mut counts = counts.to_vec();
-    let mut texts = texts.to_vec();
-    let mut inputs = inputs.clone();
-    let mut changed = Vec::new();
+/// Token counts, texts, lengths and tool inputs as a pre-flight pass changes them: the closure's
+/// own, or a copy (fallback fading).
+struct Work<'w> {
+    counts: &'w mut Vec<Option<u64>>,
+    content: &'w mut Vec<Option<String>>,
+    lens: &'w mut Vec<u64>,
+    inputs: &'w mut Inputs,
+}
+
+/// The pre-flight truncation of results (recency-weighted caps) and tool inputs; returns how many
+/// messages it changed.
+fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) -> usize {
+    let mut changed = 0;
     let base_chars = max_tool_result_chars(base) as f64;
-    let tools: Vec<usize> = (0..msgs.len())
-        .filter(|&i| msgs[i].kind == Kind::Tool)
-        .collect();
-    for (t, &i) in tools.iter().enumerate() {
-        let position = if tools.len() > 1 {
-            t as f64 / (tools.len() - 1) as f64
+    let tools = msgs.iter().filter(|m| m.kind == Kind::Tool).count();
+    let mut t = 0usize;
+    for (i, m) in msgs.iter().enumerate() {
+        if m.kind != Kind::Tool {
+            continue;
+        }
+        let position = if tools > 1 {
+            t as f64 / (tools - 1) as f64
         } else {
             1.0
         };
+        t += 1;
         let max = 200f64.max((base_chars * (0.2 + 0.8 * position)).floor()) as u64;
-        let text = texts[i].as_deref().unwrap_or(msgs[i].text);
+        if w.lens[i] <= max {
+            continue;
+        }
+        let text = w.content[i].as_deref().unwrap_or(m.text);
         if let Some(new) = truncate_result(text, max) {
-            counts[i] = rc.recount(&msgs[i], &new);
-            texts[i] = Some(new);
-            changed.push(i);
+            w.counts[i] = Some(rc.recount(m, &new));
+            w.lens[i] = new.chars().count() as u64;
+            w.content[i] = Some(new);
+            changed += 1;
         }
     }
     let input_cap = max_tool_input_chars(base);
-    for i in 0..msgs.len() {
-        if msgs[i].kind != Kind::Ai || msgs[i].calls.is_empty() {
+    for (i, m) in msgs.iter().enumerate() {
+        if m.kind != Kind::Ai || m.calls.is_empty() {
             continue;
         }
-        if let Some((new, now)) = truncate_inputs(&msgs[i], inputs.get(&i), input_cap) {
-            counts[i] = rc.recount(&msgs[i], &new);
-            texts[i] = Some(new);
-            inputs.insert(i, now);
-            changed.push(i);
+        let longest = match w.inputs.get(&i) {
+            Some(v) => v
+                .iter()
+                .map(|x| x.chars().count() as u64)
+                .max()
+                .unwrap_or(0),
+            None => m.max_arg,
+        };
+        if longest <= input_cap {
+            continue;
+        }
+        if let Some((new, now)) = truncate_inputs(m, w.inputs.get(&i), input_cap) {
+            w.counts[i] = Some(rc.recount(m, &new));
+            w.lens[i] = new.chars().count() as u64;
+            w.content[i] = Some(new);
+            w.inputs.insert(i, now);
+            changed += 1;
         }
     }
-    changed.sort_unstable();
-    changed.dedup();
-    (counts, texts, inputs, changed)
+    changed
 }
 
 /// What `getMessagesWithinTokenLimit` keeps (positions, in order), how many it leaves to refine,
@@ -739,9 +763,9 @@ fn repair_orphans(
     let mut calls = std::collections::HashSet::new();
     let mut results = std::collections::HashSet::new();
     for &i in context {
-        for &(id, _) in &msgs[i].calls {
+        for (id, _) in msgs[i].calls {
             if !id.is_empty() {
-                calls.insert(id);
+                calls.insert(&**id);
             }
         }
         if let Some(r) = msgs[i].result_of.filter(|r| !r.is_empty()) {
@@ -765,18 +789,18 @@ fn repair_orphans(
             Kind::Ai if !m.calls.is_empty() => {
                 if m.calls
                     .iter()
-                    .any(|(id, _)| !id.is_empty() && !results.contains(id))
+                    .any(|(id, _)| !id.is_empty() && !results.contains(&**id))
                 {
                     // Strip the unanswered calls: what is left is the text and the answered
                     // calls' arguments.
                     let cur = text.as_deref().unwrap_or(m.text);
                     let mut stripped = cur.to_string();
-                    for &(id, args) in &m.calls {
-                        if !id.is_empty() && !results.contains(id) && !args.is_empty() {
-                            stripped = stripped.replacen(args, "", 1);
+                    for (id, args) in m.calls {
+                        if !id.is_empty() && !results.contains(&**id) && !args.is_empty() {
+                            stripped = stripped.replacen(&**args, "", 1);
                         }
                     }
-                    let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(id));
+                    let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(&**id));
                     if !left {
                         dropped += 1;
                         reclaimed += counts[i] as f64;
