@@ -349,7 +349,7 @@ impl Pruner {
         let texts = &self.content[..n];
         let fit = within_limit(msgs, &counts, raw_budget, raw_instructions);
         let (mut context, mut reclaimed, dropped) =
-            repair_orphans(msgs, &counts, texts, &fit.context, rc);
+            repair_orphans(msgs, &counts, texts, &self.inputs, &fit.context, rc);
         out.orphans = dropped;
         let mut refine = fit.refine + dropped;
         let remaining_initial = fit.remaining;
@@ -357,10 +357,10 @@ impl Pruner {
         if context.is_empty() && effective > 0.0 && s.summarization {
             // Fallback fading on a copy, retried against the (calibrated-space) pruning budget.
             let budget = 1024f64.max(effective) as i64;
-            let (counts2, texts2) = self.faded(msgs, budget, rc);
+            let (counts2, texts2, inputs2) = self.faded(msgs, budget, rc);
             let counts2: Vec<u64> = counts2.iter().map(|t| t.unwrap_or(0)).collect();
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &retry.context, rc);
+            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs2, &retry.context, rc);
             if !c.is_empty() {
                 context = c;
                 reclaimed = r;
@@ -374,7 +374,7 @@ impl Pruner {
             out.emergency = Some(cap);
             let mut counts2 = counts.clone();
             let mut texts2 = texts.to_vec();
-            let inputs = self.inputs.clone();
+            let mut inputs = self.inputs.clone();
             for i in 0..n {
                 let m = &msgs[i];
                 let text = texts2[i].as_deref().unwrap_or(m.text);
@@ -386,16 +386,17 @@ impl Pruner {
                         }
                     }
                     Kind::Ai => {
-                        if let Some((t, _)) = truncate_inputs(m, inputs.get(&i), cap) {
+                        if let Some((t, now)) = truncate_inputs(m, inputs.get(&i), cap) {
                             counts2[i] = rc.recount(m, &t);
                             texts2[i] = Some(t);
+                            inputs.insert(i, now);
                         }
                     }
                     _ => {}
                 }
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &retry.context, rc);
+            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs, &retry.context, rc);
             context = c;
             reclaimed = r;
             refine += retry.refine + d;
@@ -480,7 +481,7 @@ impl Pruner {
         msgs: &[Lc<'_>],
         base: i64,
         rc: &dyn Recount,
-    ) -> (Vec<Option<u64>>, Vec<Option<String>>) {
+    ) -> (Vec<Option<u64>>, Vec<Option<String>>, Inputs) {
         let (mut counts, mut content, mut lens, mut inputs) = (
             self.map.clone(),
             self.content.clone(),
@@ -494,7 +495,7 @@ impl Pruner {
             inputs: &mut inputs,
         };
         preflight_on(msgs, &mut w, base, rc);
-        (counts, content)
+        (counts, content, inputs)
     }
 
     /// `applyContextPruning` (contextPruning.ts).
@@ -757,6 +758,7 @@ fn repair_orphans(
     msgs: &[Lc<'_>],
     counts: &[u64],
     texts: &[Option<String>],
+    inputs: &Inputs,
     context: &[usize],
     rc: &dyn Recount,
 ) -> (Vec<(usize, Option<String>)>, f64, usize) {
@@ -795,9 +797,12 @@ fn repair_orphans(
                     // calls' arguments.
                     let cur = text.as_deref().unwrap_or(m.text);
                     let mut stripped = cur.to_string();
-                    for (id, args) in m.calls {
-                        if !id.is_empty() && !results.contains(&**id) && !args.is_empty() {
-                            stripped = stripped.replacen(&**args, "", 1);
+                    // Each unanswered call's input as it is now (truncated inputs are wrappers).
+                    let now = inputs.get(&i);
+                    for (k, (id, args)) in m.calls.iter().enumerate() {
+                        let input = now.and_then(|v| v.get(k)).map_or(&**args, |x| x.as_str());
+                        if !id.is_empty() && !results.contains(&**id) && !input.is_empty() {
+                            stripped = stripped.replacen(input, "", 1);
                         }
                     }
                     let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(&**id));
