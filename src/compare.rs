@@ -374,7 +374,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            counter: crate::tokens::DEFAULT_COUNTER.to_string(),
+            counter: crate::tokens::AUTO_COUNTER.to_string(),
             window: None,
             max_output: None,
             reserve: 0,
@@ -388,7 +388,7 @@ impl Default for Settings {
 impl Settings {
     /// The replay options for `session`.
     pub fn options(&self, session: &Session) -> Result<ReplayOptions<'static>> {
-        let counter = crate::tokens::counter(&self.counter)?;
+        let counter = crate::tokens::counter_for(&self.counter, session)?;
         let models = replay::ModelTable::load(self.pricing.as_deref())?;
         let mut opts = ReplayOptions::new(counter.clone());
         opts.budget = match (self.window, self.max_output) {

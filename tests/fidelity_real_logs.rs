@@ -160,3 +160,71 @@ fn llm_trace_claude_code_capture() {
         17.0,
     );
 }
+
+/// The default counter for a log of an OpenAI model is the exact o200k one.
+#[test]
+fn codex_logs_default_to_the_exact_o200k_counter() {
+    for rel in [
+        "codex-cli_gildore-arena/codex-session.jsonl",
+        "codex-cli_raze/codex-session.jsonl",
+    ] {
+        for s in load(rel) {
+            assert_eq!(tokens::default_counter_for(&s), "o200k", "{rel}");
+        }
+    }
+    for s in load("claude-code_fundwise/claude-session.jsonl") {
+        assert_eq!(tokens::default_counter_for(&s), "heuristic");
+    }
+}
+
+/// Reasoning kept until the next user message and web searches estimated: 11.8 % → 0.5 %.
+#[test]
+fn codex_0_130_with_web_searches() {
+    hold(
+        "codex-cli_gildore-arena/codex-session.jsonl",
+        "o200k",
+        0.6,
+        1.5,
+        0.0,
+    );
+}
+
+#[test]
+fn codex_0_114_encrypted_reasoning() {
+    hold("codex-cli_raze/codex-session.jsonl", "o200k", 0.1, 0.2, 0.0);
+}
+
+/// Two remote compactions whose encrypted summaries are estimated (the rollout has none).
+#[test]
+fn codex_0_142_with_two_compactions() {
+    hold(
+        "codex-cli_agentv/00/34f597b72d/1/full.jsonl",
+        "o200k",
+        0.4,
+        0.7,
+        1.0,
+    );
+}
+
+#[test]
+fn pi_with_its_compaction() {
+    hold("pi-agent_pi-mono/session.jsonl", "heuristic", 1.9, 3.1, 4.0);
+}
+
+#[test]
+fn llm_trace_openai_and_gemini_captures() {
+    hold(
+        "llm-trace-proxy_wang0618/nanobot.jsonl",
+        "heuristic",
+        1.3,
+        3.1,
+        4.5,
+    );
+    hold(
+        "llm-trace-proxy_wang0618/adk-deepresearch.jsonl",
+        "heuristic",
+        2.3,
+        6.1,
+        100.0,
+    );
+}

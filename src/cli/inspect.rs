@@ -3,15 +3,16 @@
 use std::path::PathBuf;
 
 use ctxlab::inspect::{summarize, SessionReport};
-use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::tokens::{self, AUTO_COUNTER};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Session logs, or folders of them (a Claude Code project folder loads every session).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Token counter for the estimates: heuristic, chars4, o200k, cl100k.
-    #[arg(long, default_value = DEFAULT_COUNTER)]
+    /// Token counter for the estimates: heuristic, chars4, o200k, cl100k, or auto (o200k for
+    /// logs of OpenAI models, heuristic for the others).
+    #[arg(long, default_value = AUTO_COUNTER)]
     counter: String,
     /// One JSON document on stdout (schema in docs/cli.md) instead of tables.
     #[arg(long)]
@@ -19,10 +20,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> ctxlab::Result<()> {
-    let counter = tokens::counter(&args.counter)?;
+    if args.counter != AUTO_COUNTER {
+        tokens::counter(&args.counter)?;
+    }
     let mut reports: Vec<SessionReport> = Vec::new();
     for path in &args.paths {
         for session in ctxlab::formats::load(path)? {
+            let counter = tokens::counter_for(&args.counter, &session)?;
             reports.push(summarize(&session, counter.as_ref()));
         }
     }

@@ -22,6 +22,17 @@ use crate::Result;
 
 pub const ID: &str = "codex";
 
+/// Tokens of one web search's results, which the rollout does not write: the drop in recorded
+/// input at the next user message of codex-cli_gildore-arena (6 searches, −21.3k net of the new
+/// turn's messages) is 3.3k per search (docs/tokens.md, "Codex").
+pub const WEB_SEARCH_TOKENS: u64 = 3_300;
+
+/// Tokens of the encrypted summary a remote compaction leaves in `replacement_history` (a
+/// `compaction` item): its text is never in the rollout. Measured on codex-cli_agentv (0.142.2,
+/// two compactions): the offset of the calls after each compaction against those before it,
+/// 5.3k and 5.4k.
+pub const COMPACTION_SUMMARY_TOKENS: u64 = 5_300;
+
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -101,7 +112,7 @@ struct TokenInfo {
     model_context_window: Option<u64>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[derive(Deserialize, Clone, Copy)]
 struct TokenUsage {
     #[serde(default)]
     input_tokens: CountEq,
@@ -109,8 +120,29 @@ struct TokenUsage {
     cached_input_tokens: CountEq,
     #[serde(default)]
     output_tokens: CountEq,
+    /// Of `output_tokens`, the response's reasoning (its `reasoning` items carry it encrypted).
+    #[serde(default)]
+    reasoning_output_tokens: CountEq,
     #[serde(default)]
     total_tokens: CountEq,
+}
+
+/// A repeated token_count is recognized by its running totals (input, cached, output, total);
+/// the reasoning figure is left out: Codex does not always repeat it.
+impl PartialEq for TokenUsage {
+    fn eq(&self, o: &TokenUsage) -> bool {
+        (
+            self.input_tokens,
+            self.cached_input_tokens,
+            self.output_tokens,
+            self.total_tokens,
+        ) == (
+            o.input_tokens,
+            o.cached_input_tokens,
+            o.output_tokens,
+            o.total_tokens,
+        )
+    }
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Default)]
@@ -146,6 +178,9 @@ struct Sink {
     last_total: Option<TokenUsage>,
     last_context: Option<u64>,
     calls_at_last_compaction: Option<usize>,
+    /// Web searches of the response being read: their results are in the model's context, not in
+    /// the rollout.
+    web_searches: u64,
 }
 
 impl Sink {
@@ -213,6 +248,9 @@ impl Sink {
             }
             "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call"
             | "tool_search_call" => {
+                if kind == "web_search_call" {
+                    self.web_searches += 1;
+                }
                 let args = match (p.arguments.0, p.input, p.action) {
                     (Some(a), _, _) => a,
                     (None, Some(raw), _) => raw_text(raw),
@@ -238,16 +276,15 @@ impl Sink {
             | "local_shell_call_output"
             | "tool_search_call_output" => {
                 let (content, is_error) = output_text(p.output);
-                self.push(
-                    Role::Tool,
-                    vec![Part::ToolResult {
-                        call_id: p.call_id.0.unwrap_or_default(),
-                        content,
-                        is_error,
-                    }],
-                    ts,
-                    pos,
-                );
+                let mut parts = vec![Part::ToolResult {
+                    call_id: p.call_id.0.unwrap_or_default(),
+                    content,
+                    is_error,
+                }];
+                // Images a tool returned (`input_image` items: view_image, screenshots) are in
+                // the model's input beside the text.
+                parts.extend(output_images(p.output));
+                self.push(Role::Tool, parts, ts, pos);
             }
             "compaction" | "compaction_summary" => {
                 self.compacted(None, Some(Vec::new()), ts, pos);
@@ -274,8 +311,38 @@ impl Sink {
             );
             return;
         };
-        let reply = self.pending_reply.take();
+        let mut reply = self.pending_reply.take();
         self.open_reply = None;
+        if self.web_searches > 0 {
+            // The searches ran inside this response: their results are in its own input and in
+            // the calls after it until the next user message. They go just before the reply.
+            let n = std::mem::take(&mut self.web_searches);
+            let at = reply.unwrap_or(self.s.messages.len());
+            let mut flags = MessageFlags {
+                recorded_tokens: Some(n * WEB_SEARCH_TOKENS),
+                hidden_tokens: n * WEB_SEARCH_TOKENS,
+                hidden_until_user: true,
+                ..MessageFlags::default()
+            };
+            flags.injected = true;
+            self.s.messages.insert(
+                at,
+                Message {
+                    agent: 0,
+                    role: Role::Tool,
+                    parts: vec![Part::Text {
+                        text: format!("[results of {n} web search(es): not in the rollout]"),
+                    }],
+                    timestamp: ts,
+                    flags,
+                    source: pos,
+                },
+            );
+            reply = reply.map(|r| r + 1);
+        }
+        if let Some(r) = reply {
+            self.size_reply(r, last);
+        }
         let usage = last.to_usage();
         self.last_context = Some(last.input_tokens.0 + last.output_tokens.0);
         self.s.calls.push(Call {
@@ -288,6 +355,29 @@ impl Sink {
             request_id: None,
             source: pos,
         });
+    }
+
+    /// The response's output items are in the context at the size the provider recorded: the
+    /// first assistant message of the response carries its `output_tokens` (later ones are
+    /// inside that figure); its reasoning stays until the next user message.
+    fn size_reply(&mut self, first: MsgIdx, last: TokenUsage) {
+        let output = last.output_tokens.0;
+        let reasoning = last.reasoning_output_tokens.0.min(output);
+        let mut first_seen = false;
+        for m in &mut self.s.messages[first..] {
+            if m.role != Role::Assistant {
+                continue;
+            }
+            let f = &mut m.flags;
+            if first_seen {
+                f.recorded_tokens = Some(0);
+                continue;
+            }
+            first_seen = true;
+            f.recorded_tokens = Some(output);
+            f.hidden_tokens = reasoning;
+            f.hidden_until_user = reasoning > 0;
+        }
     }
 
     /// A compaction: `message` is the summary; `replacement_history`, when written, is the whole
@@ -338,6 +428,22 @@ impl Sink {
                         self.s.messages[mi].flags.is_summary = true;
                         summary_idx = Some(mi);
                     }
+                } else if matches!(p.kind.as_deref(), Some("compaction" | "compaction_summary")) {
+                    // The summary the server wrote, sent back encrypted: in the context, its
+                    // text nowhere in the rollout.
+                    let mi = self.push(
+                        Role::User,
+                        vec![Part::Text {
+                            text: "[compaction summary: encrypted, not in the rollout]".into(),
+                        }],
+                        ts,
+                        pos,
+                    );
+                    let f = &mut self.s.messages[mi].flags;
+                    f.is_summary = true;
+                    f.recorded_tokens = Some(COMPACTION_SUMMARY_TOKENS);
+                    f.hidden_tokens = COMPACTION_SUMMARY_TOKENS;
+                    summary_idx.get_or_insert(mi);
                 }
             }
         }
@@ -393,6 +499,17 @@ fn output_text(raw: Option<&RawValue>) -> (String, bool) {
         return (join_text(items), false);
     }
     (raw.get().to_string(), false)
+}
+
+/// The `input_image` items of a tool output given as a list of content items.
+fn output_images(raw: Option<&RawValue>) -> Vec<Part> {
+    match raw.and_then(|r| serde_json::from_str::<StrOrBlocks<Item<'_>>>(r.get()).ok()) {
+        Some(items @ StrOrBlocks::Blocks(_)) => items_to_parts(items)
+            .into_iter()
+            .filter(|p| matches!(p, Part::Image { .. }))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn items_to_parts(content: StrOrBlocks<Item<'_>>) -> Vec<Part> {
@@ -501,6 +618,7 @@ impl Live {
                 last_total: None,
                 last_context: None,
                 calls_at_last_compaction: None,
+                web_searches: 0,
             },
             hasher: blake3::Hasher::new(),
             stem: path

@@ -88,8 +88,50 @@ pub const COUNTERS: &[&str] = &["heuristic", "chars4", "o200k", "cl100k"];
 #[cfg(not(feature = "exact"))]
 pub const COUNTERS: &[&str] = &["heuristic", "chars4"];
 
-/// The counter used when the user names none.
+/// The counter used when the user names none and nothing is known of the log.
 pub const DEFAULT_COUNTER: &str = "heuristic";
+
+/// The name that asks for the log's own default counter ([`default_counter_for`]).
+pub const AUTO_COUNTER: &str = "auto";
+
+/// True for the models OpenAI's o200k vocabulary tokenizes exactly (GPT-4o, GPT-4.1, GPT-5,
+/// the o-series and Codex models).
+pub fn is_openai_model(model: &str) -> bool {
+    let m = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    m.starts_with("gpt-")
+        || m.starts_with("chatgpt")
+        || m.starts_with("codex")
+        || ["o1", "o3", "o4"]
+            .iter()
+            .any(|p| m == *p || m.starts_with(&format!("{p}-")))
+}
+
+/// The counter a log is counted with when the user names none: the exact o200k counter for a
+/// log of an OpenAI model (when ctxlab has the `exact` feature), else [`DEFAULT_COUNTER`].
+pub fn default_counter_for(session: &crate::model::Session) -> &'static str {
+    let openai = crate::replay::session_model(session).is_some_and(is_openai_model);
+    if openai && COUNTERS.contains(&"o200k") {
+        "o200k"
+    } else {
+        DEFAULT_COUNTER
+    }
+}
+
+/// [`counter`], with [`AUTO_COUNTER`] resolved for `session` ([`default_counter_for`]).
+pub fn counter_for(
+    name: &str,
+    session: &crate::model::Session,
+) -> crate::Result<Arc<dyn TokenCounter>> {
+    if name == AUTO_COUNTER {
+        counter(default_counter_for(session))
+    } else {
+        counter(name)
+    }
+}
 
 /// The counter with this name (see [`COUNTERS`]).
 pub fn counter(name: &str) -> crate::Result<Arc<dyn TokenCounter>> {

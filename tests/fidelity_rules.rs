@@ -1,0 +1,459 @@
+//! One small log per reconstruction rule of issue #15 (docs/tokens.md, "Recorded sizes"), written
+//! here by the project: each test fails when its rule is removed.
+
+use ctxlab::model::{Part, Role, Session};
+use ctxlab::replay::{self, RawContext};
+use ctxlab::tokens;
+use std::io::Write;
+
+/// Writes `lines` as a `.jsonl` file and loads it.
+fn load(name: &str, lines: &[String]) -> Session {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let mut f = std::fs::File::create(&path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    drop(f);
+    let mut s = ctxlab::formats::load(&path).unwrap();
+    assert_eq!(s.len(), 1);
+    s.remove(0)
+}
+
+fn contexts(s: &Session) -> Vec<RawContext> {
+    let c = tokens::counter("heuristic").unwrap();
+    replay::recorded_contexts(s, c.as_ref())
+        .into_iter()
+        .map(|c| c.expect("counted"))
+        .collect()
+}
+
+// ---------------------------------------------------------------- Claude Code
+
+const SID: &str = "0c182e15-0000-4000-8000-000000000001";
+
+fn cc_user(uuid: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"user","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:00.000Z","message":{{"role":"user","content":{}}}}}"#,
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+fn cc_tool_result(uuid: &str, id: &str, content: &str) -> String {
+    format!(
+        r#"{{"type":"user","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:01.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":{content}}}]}}}}"#
+    )
+}
+
+/// One entry of an assistant response: `block` is one content block (JSON), `stop` the stop
+/// reason (`null` for a streaming snapshot), `usage` the usage object.
+fn cc_assistant(uuid: &str, model: &str, id: &str, block: &str, stop: &str, usage: &str) -> String {
+    format!(
+        r#"{{"type":"assistant","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:02.000Z","message":{{"model":"{model}","id":"{id}","type":"message","role":"assistant","content":[{block}],"stop_reason":{stop},"usage":{usage}}}}}"#
+    )
+}
+
+fn usage(input: u64, read: u64, write: u64, out: u64) -> String {
+    format!(
+        r#"{{"input_tokens":{input},"cache_read_input_tokens":{read},"cache_creation_input_tokens":{write},"output_tokens":{out}}}"#
+    )
+}
+
+fn thinking(signature_chars: usize) -> String {
+    format!(
+        r#"{{"type":"thinking","thinking":"","signature":"{}"}}"#,
+        "E".repeat(signature_chars)
+    )
+}
+
+const TOOL_USE: &str =
+    r#"{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls -la src"}}"#;
+
+/// Final usage (an entry with a stop reason) sizes the reply; streaming snapshots never do.
+#[test]
+fn claude_code_final_usage_sizes_the_reply_snapshots_do_not() {
+    let final_usage = load(
+        "final.jsonl",
+        &[
+            cc_user("u1", "list the sources"),
+            cc_assistant(
+                "a1",
+                "claude-opus-4-7",
+                "msg_1",
+                &thinking(1000),
+                "null",
+                &usage(3, 0, 5000, 9),
+            ),
+            cc_assistant(
+                "a2",
+                "claude-opus-4-7",
+                "msg_1",
+                TOOL_USE,
+                r#""tool_use""#,
+                &usage(3, 0, 5000, 812),
+            ),
+            cc_tool_result("u2", "toolu_1", r#""main.rs\nlib.rs""#),
+            cc_assistant(
+                "a3",
+                "claude-opus-4-7",
+                "msg_2",
+                r#"{"type":"text","text":"Two files."}"#,
+                r#""end_turn""#,
+                &usage(3, 5000, 830, 5),
+            ),
+        ],
+    );
+    let reply = final_usage.calls[0].reply.unwrap();
+    let f = final_usage.messages[reply].flags;
+    assert_eq!(f.recorded_tokens, Some(812), "the final output_tokens");
+    assert_eq!(final_usage.calls[0].usage.unwrap().output, 812);
+    // Signature-only thinking: 1,000 signature chars × 0.28, inside the recorded size.
+    assert_eq!(f.hidden_tokens, 280);
+    assert!(!f.hidden_until_user, "Opus 4.7 keeps every turn's thinking");
+    // The second call's context holds the reply at its recorded size, known, not counted.
+    let c = contexts(&final_usage);
+    assert_eq!(c[1].known, 812);
+
+    // 2.1.3x: snapshots only (no stop reason): the call keeps the largest, the reply is counted.
+    let snapshots = load(
+        "snapshots.jsonl",
+        &[
+            cc_user("u1", "list the sources"),
+            cc_assistant(
+                "a1",
+                "claude-opus-4-6",
+                "msg_1",
+                r#"{"type":"text","text":"Looking."}"#,
+                "null",
+                &usage(3, 0, 5000, 1),
+            ),
+            cc_assistant(
+                "a2",
+                "claude-opus-4-6",
+                "msg_1",
+                TOOL_USE,
+                "null",
+                &usage(3, 0, 5000, 25),
+            ),
+            cc_tool_result("u2", "toolu_1", r#""main.rs""#),
+            cc_assistant(
+                "a3",
+                "claude-opus-4-6",
+                "msg_2",
+                r#"{"type":"text","text":"One."}"#,
+                "null",
+                &usage(3, 5000, 60, 4),
+            ),
+        ],
+    );
+    let reply = snapshots.calls[0].reply.unwrap();
+    assert_eq!(snapshots.messages[reply].flags.recorded_tokens, None);
+    assert_eq!(snapshots.calls[0].usage.unwrap().output, 25);
+    assert_eq!(contexts(&snapshots)[1].known, 0);
+}
+
+/// `usage.iterations` is the usage when the top level is 0 (not the cache-creation breakdown).
+#[test]
+fn claude_code_usage_iterations_when_the_top_level_is_zero() {
+    let u = r#"{"input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":1200},"iterations":[{"input_tokens":2,"cache_read_input_tokens":40000,"cache_creation_input_tokens":1200,"output_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":1200},"type":"message"}]}"#;
+    let s = load(
+        "iterations.jsonl",
+        &[
+            cc_user("u1", "go"),
+            cc_assistant(
+                "a1",
+                "claude-sonnet-4-6",
+                "msg_1",
+                r#"{"type":"text","text":"Done."}"#,
+                r#""end_turn""#,
+                u,
+            ),
+        ],
+    );
+    let usage = s.calls[0].usage.unwrap();
+    assert_eq!(usage.context_tokens(), 41_202);
+    assert_eq!(usage.output, 300);
+}
+
+/// Which earlier thinking stays depends on the model family (data/thinking.toml): a Haiku
+/// reply's thinking leaves the context at the next human message; an Opus 4.7 reply's stays.
+#[test]
+fn claude_code_thinking_retention_per_model_family() {
+    assert_eq!(
+        ctxlab::formats::claude_code::thinking_retention("claude-haiku-4-5-20251001"),
+        ctxlab::formats::claude_code::ThinkingRetention::Turn
+    );
+    assert_eq!(
+        ctxlab::formats::claude_code::thinking_retention("claude-sonnet-4-6"),
+        ctxlab::formats::claude_code::ThinkingRetention::All
+    );
+    assert_eq!(
+        ctxlab::formats::claude_code::thinking_retention("claude-opus-5"),
+        ctxlab::formats::claude_code::ThinkingRetention::All
+    );
+    let session = |model: &str| {
+        load(
+            "retention.jsonl",
+            &[
+                cc_user("u1", "first question"),
+                cc_assistant(
+                    "a1",
+                    model,
+                    "msg_1",
+                    &thinking(2000),
+                    "null",
+                    &usage(3, 0, 5000, 700),
+                ),
+                cc_assistant(
+                    "a2",
+                    model,
+                    "msg_1",
+                    r#"{"type":"text","text":"First answer."}"#,
+                    r#""end_turn""#,
+                    &usage(3, 0, 5000, 700),
+                ),
+                cc_user("u2", "second question"),
+                cc_assistant(
+                    "a3",
+                    model,
+                    "msg_2",
+                    r#"{"type":"text","text":"Second answer."}"#,
+                    r#""end_turn""#,
+                    &usage(3, 5000, 720, 9),
+                ),
+            ],
+        )
+    };
+    let haiku = session("claude-haiku-4-5-20251001");
+    let reply = haiku.calls[0].reply.unwrap();
+    assert!(haiku.messages[reply].flags.hidden_until_user);
+    // 2,000 signature chars × 0.28 = 560 of the 700 recorded tokens leave at "second question".
+    assert_eq!(contexts(&haiku)[1].known, 700 - 560);
+    let opus = session("claude-opus-4-7");
+    assert_eq!(contexts(&opus)[1].known, 700);
+}
+
+/// `attachment` entries are injected user messages of the text they carry; a task reminder adds
+/// its fixed text; attachments the model never sees add nothing.
+#[test]
+fn claude_code_attachments_are_injected_messages() {
+    let attachment = |uuid: &str, body: &str| {
+        format!(
+            r#"{{"type":"attachment","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:03.000Z","attachment":{body}}}"#
+        )
+    };
+    let s = load(
+        "attachments.jsonl",
+        &[
+            cc_user("u1", "watch the build"),
+            cc_assistant(
+                "a1",
+                "claude-opus-4-7",
+                "msg_1",
+                r#"{"type":"text","text":"Watching."}"#,
+                r#""end_turn""#,
+                &usage(3, 0, 5000, 5),
+            ),
+            attachment(
+                "t1",
+                r#"{"type":"queued_command","prompt":"<task-notification>build finished: 3 warnings in src/lib.rs</task-notification>","commandMode":"task-notification"}"#,
+            ),
+            attachment(
+                "t2",
+                r#"{"type":"task_reminder","content":[{"id":"6","subject":"Fix the warnings","status":"in_progress","description":"long text the reminder does not show"}],"itemCount":1}"#,
+            ),
+            attachment(
+                "t3",
+                r#"{"type":"hook_system_message","content":"shown to the user only"}"#,
+            ),
+            attachment("t4", r#"{"type":"command_permissions","allowedTools":[]}"#),
+            cc_assistant(
+                "a2",
+                "claude-opus-4-7",
+                "msg_2",
+                r#"{"type":"text","text":"Fixing."}"#,
+                r#""end_turn""#,
+                &usage(3, 5000, 500, 4),
+            ),
+        ],
+    );
+    let injected: Vec<_> = s.messages.iter().filter(|m| m.flags.injected).collect();
+    assert_eq!(injected.len(), 2, "the queued prompt and the task reminder");
+    assert!(injected
+        .iter()
+        .all(|m| m.role == Role::User && !m.is_human_turn()));
+    assert!(
+        matches!(&injected[0].parts[0], Part::Text { text } if text.contains("build finished"))
+    );
+    assert!(
+        matches!(&injected[1].parts[0], Part::Text { text } if text == "#6. [in_progress] Fix the warnings")
+    );
+    assert_eq!(
+        injected[1].flags.hidden_tokens,
+        ctxlab::formats::claude_code::TASK_REMINDER_TOKENS
+    );
+    // Both reach the second call: it sees more than the first call's context plus the reply.
+    let c = contexts(&s);
+    assert!(c[1].counted > c[0].counted + 20, "{c:?}");
+}
+
+/// A ToolSearch result's `tool_reference` blocks load tool schemas, which stay loaded after a
+/// compaction through `preCompactDiscoveredTools`.
+#[test]
+fn claude_code_tool_schemas_loaded_on_demand() {
+    let s = load(
+        "toolsearch.jsonl",
+        &[
+            cc_user("u1", "track this"),
+            cc_assistant(
+                "a1",
+                "claude-opus-4-7",
+                "msg_1",
+                r#"{"type":"tool_use","id":"toolu_1","name":"ToolSearch","input":{"query":"select:TaskCreate,TaskList"}}"#,
+                r#""tool_use""#,
+                &usage(3, 0, 5000, 40),
+            ),
+            cc_tool_result(
+                "u2",
+                "toolu_1",
+                r#"[{"type":"tool_reference","tool_name":"TaskCreate"},{"type":"tool_reference","tool_name":"TaskList"}]"#,
+            ),
+            cc_assistant(
+                "a2",
+                "claude-opus-4-7",
+                "msg_2",
+                r#"{"type":"text","text":"Loaded."}"#,
+                r#""end_turn""#,
+                &usage(3, 5000, 2700, 4),
+            ),
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"manual","preTokens":7700,"preCompactDiscoveredTools":["TaskCreate","TaskList"]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:01.000Z","message":{{"role":"user","content":"Summary: tasks are tracked."}}}}"#
+            ),
+            cc_user("u3", "next"),
+            cc_assistant(
+                "a3",
+                "claude-opus-4-7",
+                "msg_3",
+                r#"{"type":"text","text":"Ok."}"#,
+                r#""end_turn""#,
+                &usage(3, 2700, 200, 2),
+            ),
+        ],
+    );
+    let c = contexts(&s);
+    let per_tool = ctxlab::formats::claude_code::TOOL_SCHEMA_TOKENS;
+    // Call 2: the reply (40) and the two schemas are known.
+    assert_eq!(c[1].known, 40 + 2 * per_tool);
+    // After the compaction the summary carries the schemas of the tools loaded before it.
+    assert_eq!(c[2].known, 2 * per_tool);
+}
+
+// ---------------------------------------------------------------- Codex
+
+fn codex_line(kind: &str, payload: &str) -> String {
+    format!(r#"{{"timestamp":"2026-05-01T10:00:00.000Z","type":"{kind}","payload":{payload}}}"#)
+}
+
+fn codex_tokens(input: u64, output: u64, reasoning: u64, total: u64) -> String {
+    let u = format!(
+        r#"{{"input_tokens":{input},"cached_input_tokens":0,"output_tokens":{output},"reasoning_output_tokens":{reasoning},"total_tokens":{total}}}"#
+    );
+    codex_line(
+        "event_msg",
+        &format!(
+            r#"{{"type":"token_count","info":{{"total_token_usage":{u},"last_token_usage":{u},"model_context_window":258400}}}}"#
+        ),
+    )
+}
+
+fn codex_start() -> Vec<String> {
+    vec![
+        codex_line(
+            "session_meta",
+            r#"{"id":"019c0000-0000-7000-8000-000000000001","cwd":"/src","originator":"codex_cli_rs","cli_version":"0.130.0"}"#,
+        ),
+        codex_line("turn_context", r#"{"model":"gpt-5.4","cwd":"/src"}"#),
+        codex_line(
+            "response_item",
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"look up the release notes"}]}"#,
+        ),
+    ]
+}
+
+/// A response's reasoning stays in the context until the next user message.
+#[test]
+fn codex_reasoning_until_the_next_user_message() {
+    let mut lines = codex_start();
+    lines.extend([
+        codex_line("response_item", r#"{"type":"reasoning","summary":[],"encrypted_content":"gAAAAA"}"#),
+        codex_line("response_item", r#"{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}"#),
+        codex_tokens(9000, 500, 400, 9500),
+        codex_line("response_item", r#"{"type":"function_call_output","call_id":"c1","output":"a.txt"}"#),
+        codex_line("response_item", r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"One file."}]}"#),
+        codex_tokens(9520, 20, 0, 19040),
+        codex_line("response_item", r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"thanks"}]}"#),
+        codex_line("response_item", r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Welcome."}]}"#),
+        codex_tokens(9150, 5, 0, 28195),
+    ]);
+    let s = load("rollout-reasoning.jsonl", &lines);
+    let reply = s.calls[0].reply.unwrap();
+    let f = s.messages[reply].flags;
+    assert_eq!(
+        (f.recorded_tokens, f.hidden_tokens, f.hidden_until_user),
+        (Some(500), 400, true)
+    );
+    let c = contexts(&s);
+    assert_eq!(c[1].known, 500, "the whole response, reasoning included");
+    assert_eq!(
+        c[2].known,
+        100 + 20,
+        "after the user's message, without the reasoning"
+    );
+}
+
+/// Web searches, whose results the rollout does not write, are estimated in the call that ran
+/// them and those after it, until the next user message.
+#[test]
+fn codex_web_search_results_until_the_next_user_message() {
+    let mut lines = codex_start();
+    lines.extend([
+        codex_line("response_item", r#"{"type":"web_search_call","status":"completed","action":{"type":"search","query":"release notes"}}"#),
+        codex_line("response_item", r#"{"type":"web_search_call","status":"completed","action":{"type":"open_page"}}"#),
+        codex_line("response_item", r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Found them."}]}"#),
+        codex_tokens(15000, 30, 0, 15030),
+        codex_line("response_item", r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"summarize"}]}"#),
+        codex_line("response_item", r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Summary."}]}"#),
+        codex_tokens(8500, 10, 0, 23540),
+    ]);
+    let s = load("rollout-search.jsonl", &lines);
+    let search = ctxlab::formats::codex::WEB_SEARCH_TOKENS;
+    let c = contexts(&s);
+    assert_eq!(c[0].known, 2 * search, "in the call that ran them");
+    assert_eq!(c[1].known, 30, "gone after the next user message");
+}
+
+/// `input_image` items of a tool output are images in the context.
+#[test]
+fn codex_images_in_tool_output() {
+    let mut lines = codex_start();
+    let png = "iVBORw0KGgo".repeat(100);
+    lines.extend([
+        codex_line("response_item", r#"{"type":"function_call","name":"view_image","arguments":"{\"path\":\"a.png\"}","call_id":"c1"}"#),
+        codex_tokens(9000, 20, 0, 9020),
+        codex_line("response_item", &format!(r#"{{"type":"function_call_output","call_id":"c1","output":[{{"type":"input_text","text":"a.png"}},{{"type":"input_image","image_url":"data:image/png;base64,{png}"}}]}}"#)),
+        codex_line("response_item", r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A chart."}]}"#),
+        codex_tokens(9800, 5, 0, 18825),
+    ]);
+    let s = load("rollout-image.jsonl", &lines);
+    let tool = s.messages.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert!(
+        tool.parts
+            .iter()
+            .any(|p| matches!(p, Part::Image { bytes, .. } if *bytes > 0)),
+        "{:?}",
+        tool.parts
+    );
+}
