@@ -153,8 +153,14 @@ fn write_following(
             Some(f) => {
                 let before = f.session().source.bytes;
                 let calls_before: Vec<_> = f.session().calls.iter().map(call_print).collect();
-                let parts_before: Vec<usize> =
-                    f.session().messages.iter().map(|m| m.parts.len()).collect();
+                // A message changes when it gets parts or its recorded size (a Codex reply is
+                // sized when its token_count arrives).
+                let parts_before: Vec<_> = f
+                    .session()
+                    .messages
+                    .iter()
+                    .map(|m| (m.parts.len(), m.flags))
+                    .collect();
                 match f.poll().unwrap() {
                     Some(u) => {
                         // What the update calls changed is what changed.
@@ -165,7 +171,10 @@ fn write_following(
                                 .collect();
                             assert_eq!(u.changed_calls, changed);
                             let changed: Vec<usize> = (0..parts_before.len())
-                                .filter(|&i| s.messages[i].parts.len() != parts_before[i])
+                                .filter(|&i| {
+                                    (s.messages[i].parts.len(), s.messages[i].flags)
+                                        != parts_before[i]
+                                })
                                 .collect();
                             assert_eq!(u.changed_messages, changed);
                             seen.changed_calls += u.changed_calls.len();

@@ -91,12 +91,20 @@ fn check(src: &Path, pieces: usize) {
         "per-call contexts of {}",
         src.display()
     );
-    let cal = calibrate(&tokens::calibrate::samples(&finished, &raw));
+    // Calibration fits the counted part of each context; the known part is added as recorded.
+    let contexts = ctxlab::replay::recorded_contexts(&finished, counter.as_ref());
+    assert_eq!(live.contexts(), &contexts[..], "per-call contexts, split");
+    let cal = calibrate(&tokens::calibrate::samples(&finished, &contexts));
     assert_eq!(live.calibration(), cal.as_ref(), "calibration");
-    let expected: Vec<Option<u64>> = raw
+    let expected: Vec<Option<u64>> = contexts
         .iter()
         .zip(&finished.calls)
-        .map(|(r, c)| r.map(|t| cal.as_ref().map_or(t, |k| k.predict(c.agent, t))))
+        .map(|(r, c)| {
+            r.map(|t| {
+                cal.as_ref()
+                    .map_or(t.total(), |k| k.predict_context(c.agent, t))
+            })
+        })
         .collect();
     assert_eq!(live.estimates(follower.session()), expected, "estimates");
 }

@@ -311,34 +311,32 @@ impl Sink {
             );
             return;
         };
-        let mut reply = self.pending_reply.take();
+        let reply = self.pending_reply.take();
         self.open_reply = None;
         if self.web_searches > 0 {
             // The searches ran inside this response: their results are in its own input and in
-            // the calls after it until the next user message. They go just before the reply.
+            // the calls after it until the next user message. They ride on the message just
+            // before the reply (the request's last message), so nothing is inserted or moved.
             let n = std::mem::take(&mut self.web_searches);
-            let at = reply.unwrap_or(self.s.messages.len());
-            let mut flags = MessageFlags {
-                recorded_tokens: Some(n * WEB_SEARCH_TOKENS),
-                hidden_tokens: n * WEB_SEARCH_TOKENS,
-                hidden_until_user: true,
-                ..MessageFlags::default()
-            };
-            flags.injected = true;
-            self.s.messages.insert(
-                at,
-                Message {
-                    agent: 0,
-                    role: Role::Tool,
-                    parts: vec![Part::Text {
+            let tokens = n * WEB_SEARCH_TOKENS;
+            let before = reply
+                .and_then(|r| r.checked_sub(1))
+                .filter(|&m| self.s.messages[m].flags.recorded_tokens.is_none());
+            let m = match before {
+                Some(m) => m,
+                // No such message: from the next call on, as a message of its own.
+                None => self.push(
+                    Role::Tool,
+                    vec![Part::Text {
                         text: format!("[results of {n} web search(es): not in the rollout]"),
                     }],
-                    timestamp: ts,
-                    flags,
-                    source: pos,
-                },
-            );
-            reply = reply.map(|r| r + 1);
+                    ts,
+                    pos,
+                ),
+            };
+            let f = &mut self.s.messages[m].flags;
+            f.hidden_tokens += tokens;
+            f.hidden_until_user = true;
         }
         if let Some(r) = reply {
             self.size_reply(r, last);

@@ -391,8 +391,8 @@ fn last_line_end(f: &mut File, from: u64, size: u64) -> io::Result<Option<u64>> 
 #[derive(Default)]
 struct Seen {
     agents: Vec<Agent>,
-    /// Parts of each message.
-    parts: Vec<usize>,
+    /// Parts and flags of each message (a reader may size a message when a later line tells).
+    parts: Vec<(usize, crate::model::MessageFlags)>,
     /// Each call's recorded fields, by reading order.
     calls: Vec<CallPrint>,
     compactions: Vec<RecordedCompaction>,
@@ -443,7 +443,7 @@ impl Seen {
                     .messages
                     .iter()
                     .zip(&self.parts)
-                    .map(|(m, &n)| m.parts.len() != n),
+                    .map(|(m, &(n, f))| m.parts.len() != n || m.flags != f),
             ),
             compactions: self.compactions.len()..s.compactions.len(),
             changed_compactions: changed(
@@ -482,7 +482,8 @@ impl Seen {
     fn update(&mut self, s: &Session, order: Option<&[usize]>) {
         self.agents.clone_from(&s.agents);
         self.parts.clear();
-        self.parts.extend(s.messages.iter().map(|m| m.parts.len()));
+        self.parts
+            .extend(s.messages.iter().map(|m| (m.parts.len(), m.flags)));
         self.calls.resize(
             s.calls.len(),
             CallPrint {
