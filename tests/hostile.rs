@@ -157,3 +157,39 @@ fn stdout_errors_do_not_panic() {
         );
     }
 }
+
+/// Findings 8 and 9: symlink loops in a folder (`l -> .`, `up -> ..`, two links to each other)
+/// repeated logs or never ended; a FIFO named like a log blocked the load forever. Each real
+/// file is now read once and only regular files are logs.
+#[cfg(unix)]
+#[test]
+fn folder_walk_survives_symlink_loops_and_fifos() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().unwrap();
+    let d = root.path().join("logs");
+    std::fs::create_dir(&d).unwrap();
+    let log = sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl");
+    std::fs::copy(&log, d.join("s.jsonl")).unwrap();
+    symlink(".", d.join("l")).unwrap();
+    symlink("..", d.join("up")).unwrap();
+    symlink("b", d.join("a")).unwrap();
+    symlink("a", d.join("b")).unwrap();
+    symlink("s.jsonl", d.join("t.jsonl")).unwrap();
+    symlink("missing.jsonl", d.join("dangling.jsonl")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(d.join("p.jsonl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // A hang must fail the test, not stall it: load on a thread with a deadline.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dd = d.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(formats::load(&dd).map(|s| s.len()));
+    });
+    let n = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("loading the folder hung")
+        .unwrap();
+    assert_eq!(n, 1, "the one log is loaded once");
+}

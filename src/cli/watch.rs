@@ -78,6 +78,13 @@ fn open_when_written(log: &Path, interval: Duration) -> ctxlab::Result<Follower>
 }
 
 fn has_complete_line(log: &Path) -> ctxlab::Result<bool> {
+    // Opening a FIFO blocks until someone writes to it: only a regular file is followed.
+    if std::fs::metadata(log).is_ok_and(|m| !m.is_file()) {
+        return Err(Error::Invalid(format!(
+            "{}: not a regular file; watch follows a log file",
+            log.display()
+        )));
+    }
     let f = match std::fs::File::open(log) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),

@@ -178,7 +178,23 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
 
 /// Candidate logs under `dir`, sorted, skipping hidden entries and the per-session folders that
 /// sit beside a `<name>.jsonl` (Claude Code's subagents and tool-result spill files).
+/// Each real folder and file is visited once (a symlink loop such as `l -> .` or `up -> ..`
+/// neither repeats logs nor recurses forever), at most `MAX_FOLDER_DEPTH` folders deep, and only
+/// regular files are logs (a FIFO named `p.jsonl` would block the reader forever).
 fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    seen.insert(fs::canonicalize(dir)?);
+    collect_logs_in(dir, out, &mut seen, 0)
+}
+
+const MAX_FOLDER_DEPTH: u32 = 32;
+
+fn collect_logs_in(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+    depth: u32,
+) -> std::io::Result<()> {
     // OpenCode's storage folder: its root sessions only (messages and parts are read with them).
     if let Some(sessions) = opencode::storage_sessions(dir) {
         out.extend(sessions);
@@ -194,9 +210,18 @@ fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         .collect();
     entries.sort();
     for p in entries {
-        if p.is_dir() {
-            if !p.with_extension("jsonl").is_file() {
-                collect_logs(&p, out)?;
+        let Ok(meta) = fs::metadata(&p) else {
+            continue; // a dangling symlink
+        };
+        if !meta.is_dir() && !meta.is_file() {
+            continue; // a FIFO, socket or device is no log
+        }
+        if !fs::canonicalize(&p).is_ok_and(|real| seen.insert(real)) {
+            continue; // reached already through another path
+        }
+        if meta.is_dir() {
+            if depth < MAX_FOLDER_DEPTH && !p.with_extension("jsonl").is_file() {
+                collect_logs_in(&p, out, seen, depth + 1)?;
             }
         } else if entire::is_metadata_beside_log(&p) || cline::is_task_companion(&p) {
             // An Entire checkpoint's totals, a Cline task's history or metadata: read with the
