@@ -1010,3 +1010,82 @@ fn copilot_sample_compaction_notifications_errors_and_a_torn_last_line() {
     assert_tool_pairs(&s);
     convert_round_trip(&p);
 }
+
+// ------------------------------------------------------------------------------------------
+// Discovery
+
+#[test]
+fn library_discover_lists_the_new_tools_default_folders() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let put = |rel: &str, from: &Path| {
+        let p = h.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(from, &p).unwrap();
+        p
+    };
+    let gemini = put(
+        ".gemini/tmp/7e89/chats/session-2026-01-15T20-51-f7633853.json",
+        &real(GEMINI_REAL),
+    );
+    let copilot = put(
+        ".copilot/session-state/10fb4666/events.jsonl",
+        &real(COPILOT_REAL),
+    );
+    let db = put(
+        ".local/share/opencode/opencode.db",
+        &sample("opencode/opencode.db"),
+    );
+    let task = ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1769064454592";
+    let ui = put(
+        &format!("{task}/ui_messages.json"),
+        &real(CLINE_TASK).join("ui_messages.json"),
+    );
+    put(
+        &format!("{task}/api_conversation_history.json"),
+        &real(CLINE_TASK).join("api_conversation_history.json"),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args(["library", "discover", "--json"])
+        .env("HOME", h)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got: Vec<(String, String)> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap().into(),
+                l["path"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = |tool: &str, p: &Path| (tool.to_string(), p.display().to_string());
+    assert_eq!(
+        got,
+        vec![
+            want("cline", &ui),
+            want("copilot-cli", &copilot),
+            want("gemini-cli", &gemini),
+            want("opencode", &db),
+        ]
+    );
+    // Every path found opens with the reader of its tool.
+    for (tool, path) in &got {
+        let s = formats::load(Path::new(path)).unwrap();
+        let format = &s[0].source.format;
+        assert_eq!(
+            format,
+            if tool == "cline" { "cline" } else { tool },
+            "{path}"
+        );
+    }
+}

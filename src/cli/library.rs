@@ -37,6 +37,9 @@ enum Cmd {
         #[arg(long, value_name = "STRATEGY/NAME")]
         profile: Option<String>,
     },
+    /// Session logs agent tools left in their default folders on this machine (Claude Code,
+    /// Codex, Gemini CLI, OpenCode, Copilot CLI, Cline / Roo Code / Kilo Code), newest first.
+    Discover,
     /// Tuned profiles.
     Profiles {
         /// Only this strategy's.
@@ -62,8 +65,13 @@ fn json(v: serde_json::Value) -> Result<()> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Cmd::Discover = args.cmd {
+        return discover(args.json);
+    }
     let mut lib = Library::open_default(args.db.as_deref())?;
     match args.cmd {
+        // Answered above, without opening the library.
+        Cmd::Discover => return discover(args.json),
         Cmd::List => {
             let sessions = lib.sessions()?;
             let mut statuses = Vec::new();
@@ -206,5 +214,32 @@ pub fn run(args: Args) -> Result<()> {
             print!("{}", aligned(&rows, true));
         }
     }
+    Ok(())
+}
+
+/// `library discover`: what `ctxlab::discover` finds under the home folder.
+fn discover(as_json: bool) -> Result<()> {
+    let found = ctxlab::discover::local_logs();
+    if as_json {
+        return json(serde_json::json!({"version": 1, "logs": found}));
+    }
+    if found.is_empty() {
+        println!("no logs found in the default folders of Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI, Cline, Roo Code or Kilo Code");
+        return Ok(());
+    }
+    let mut rows = vec![["TOOL", "BYTES", "MODIFIED", "PATH"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(found.iter().map(|f| {
+        vec![
+            f.tool.to_string(),
+            fmt_tokens(f.bytes),
+            f.modified_ms
+                .map(ctxlab::formats::time::format_ms)
+                .unwrap_or_default(),
+            f.path.display().to_string(),
+        ]
+    }));
+    print!("{}", aligned(&rows, true));
     Ok(())
 }

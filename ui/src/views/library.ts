@@ -189,9 +189,9 @@ export function renderLibrary(root: HTMLElement) {
     : null;
 
   const found = discovered === null
-    ? h("div.muted", {}, discoverError ?? "Looking for logs in ~/.claude/projects and ~/.codex/sessions…")
+    ? h("div.muted", {}, discoverError ?? "Looking for logs in the default folders of Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI, Cline, Roo Code and Kilo Code…")
     : discovered.length === 0
-      ? empty("No local logs found", "Claude Code keeps its logs in ~/.claude/projects, Codex CLI in ~/.codex/sessions.")
+      ? empty("No local logs found", "Claude Code keeps its logs in ~/.claude/projects, Codex CLI in ~/.codex/sessions, Gemini CLI in ~/.gemini/tmp, OpenCode in ~/.local/share/opencode, Copilot CLI in ~/.copilot/session-state, Cline, Roo Code and Kilo Code in VS Code's global storage.")
       : h(
           "table.grid",
           { testid: "discovered" },
