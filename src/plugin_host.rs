@@ -115,6 +115,97 @@ impl Buf {
     }
 }
 
+/// More strategies than any plugin could mean: a table announcing more is corrupt.
+const MAX_STRATEGIES: usize = 4096;
+
+/// An ELF file's headers, program headers and section headers must lie inside the file, and so
+/// must every segment's file bytes: `dlopen` maps them, and touching a page past the end of the
+/// file kills the process with SIGBUS. Files that are not ELF are left to the loader to refuse.
+fn check_elf(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let size = f.metadata().map_err(|e| format!("cannot read: {e}"))?.len();
+    let mut h = [0u8; 64];
+    let n = f.read(&mut h).map_err(|e| format!("cannot read: {e}"))?;
+    if n < 4 || &h[..4] != b"\x7fELF" {
+        return Ok(());
+    }
+    let truncated = |what: &str| {
+        Err(format!(
+            "truncated ELF file ({size} bytes): its {what} lie past the end; rebuild or reinstall it"
+        ))
+    };
+    let is64 = match h[4] {
+        1 => false,
+        2 => true,
+        c => return Err(format!("ELF file of unknown class {c}")),
+    };
+    let le = match h[5] {
+        1 => true,
+        2 => false,
+        d => return Err(format!("ELF file of unknown byte order {d}")),
+    };
+    let header_len = if is64 { 64 } else { 52 };
+    if n < header_len {
+        return truncated("header");
+    }
+    let rd = |b: &[u8], at: usize, len: usize| -> u64 {
+        let mut v = 0u64;
+        for i in 0..len {
+            let byte = b[at + if le { len - 1 - i } else { i }] as u64;
+            v = (v << 8) | byte;
+        }
+        v
+    };
+    let (phoff, shoff, phentsize, phnum, shentsize, shnum) = if is64 {
+        (
+            rd(&h, 32, 8),
+            rd(&h, 40, 8),
+            rd(&h, 54, 2),
+            rd(&h, 56, 2),
+            rd(&h, 58, 2),
+            rd(&h, 60, 2),
+        )
+    } else {
+        (
+            rd(&h, 28, 4),
+            rd(&h, 32, 4),
+            rd(&h, 42, 2),
+            rd(&h, 44, 2),
+            rd(&h, 46, 2),
+            rd(&h, 48, 2),
+        )
+    };
+    let within = |off: u64, len: u64| off.checked_add(len).is_some_and(|end| end <= size);
+    if !within(phoff, phentsize * phnum) {
+        return truncated("program headers");
+    }
+    if shnum > 0 && !within(shoff, shentsize * shnum) {
+        return truncated("section headers");
+    }
+    let ph_len = if is64 { 56 } else { 32 };
+    if phnum > 0 && phentsize < ph_len {
+        return Err(format!("ELF program header entries of {phentsize} bytes"));
+    }
+    let mut ph = vec![0u8; (phentsize * phnum) as usize];
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(phoff))
+        .and_then(|_| f.read_exact(&mut ph))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    for e in ph.chunks_exact(phentsize as usize) {
+        let (off, filesz) = if is64 {
+            (rd(e, 8, 8), rd(e, 32, 8))
+        } else {
+            (rd(e, 4, 4), rd(e, 16, 4))
+        };
+        // PT_LOAD: the segments that are mapped.
+        if rd(e, 0, 4) == 1 && !within(off, filesz) {
+            return truncated("loadable segments");
+        }
+    }
+    Ok(())
+}
+
 unsafe fn str_of(s: StrRef) -> String {
     s.as_str().to_string()
 }
@@ -149,7 +240,35 @@ impl LoadedPlugin {
                 std::mem::size_of::<PluginTable>()
             ));
         }
+        // Every entry point must be there: a NULL one would crash at its first call. Read as
+        // addresses, before the table is taken as a Rust value whose fn pointers cannot be null.
+        let t = table as *const PluginTable;
+        let fns = [
+            ("create", std::ptr::addr_of!((*t).create) as *const usize),
+            ("decide", std::ptr::addr_of!((*t).decide) as *const usize),
+            (
+                "thresholds",
+                std::ptr::addr_of!((*t).thresholds) as *const usize,
+            ),
+            ("export", std::ptr::addr_of!((*t).export) as *const usize),
+            ("import", std::ptr::addr_of!((*t).import) as *const usize),
+            ("destroy", std::ptr::addr_of!((*t).destroy) as *const usize),
+        ];
+        for (name, f) in fns {
+            if f.read() == 0 {
+                return Err(format!("plugin table entry point {name} is NULL"));
+            }
+        }
         let t = &*table;
+        if t.strategies_len > MAX_STRATEGIES {
+            return Err(format!(
+                "plugin table announces {} strategies; at most {MAX_STRATEGIES} are accepted",
+                t.strategies_len
+            ));
+        }
+        if !t.strategies.is_null() && !t.strategies.is_aligned() {
+            return Err("plugin table's strategy array is misaligned".into());
+        }
         Ok(LoadedPlugin {
             name: str_of(t.name),
             version: str_of(t.version),
@@ -161,6 +280,8 @@ impl LoadedPlugin {
 
     /// Loads a shared library and checks its table.
     pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
+        // A truncated library maps pages past its end: dlopen would die of SIGBUS.
+        check_elf(path)?;
         // Safety: loading runs the library's initialisers; that is the contract of a plugin.
         let lib = unsafe { libloading::Library::new(path) }
             .map_err(|e| format!("not a loadable shared library: {e}"))?;

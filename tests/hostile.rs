@@ -193,3 +193,75 @@ fn folder_walk_survives_symlink_loops_and_fifos() {
         .unwrap();
     assert_eq!(n, 1, "the one log is loaded once");
 }
+
+/// The example plugin as the workspace built it (`cargo build --workspace` first).
+fn example_plugin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = ctxlab::plugin_host::checkout_dir(&exe).expect("inside a cargo target folder");
+    let p = dir.join(format!(
+        "{}ctxlab_plugin_example{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        p.is_file(),
+        "{} missing: run cargo build --workspace",
+        p.display()
+    );
+    p
+}
+
+/// Finding 3: a truncated plugin library crashed discovery with SIGBUS (dlopen maps pages past
+/// the end of the file). It is refused, naming the file and why, and the real one still loads.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_truncated_plugin_library_is_refused_not_a_crash() {
+    let real = example_plugin();
+    let bytes = std::fs::read(&real).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for cut in [100_000, 64, 20, bytes.len() - 1] {
+        let p = dir.path().join(format!("libctxlab_plugin_t{cut}.so"));
+        std::fs::write(&p, &bytes[..cut.min(bytes.len())]).unwrap();
+        let mut reg = ctxlab::plugin_host::Registry::new();
+        let r = reg.load_path(&p).unwrap_err();
+        assert_eq!(r.path, p);
+        assert!(
+            r.reason.contains("truncated ELF file") || r.reason.contains("not a loadable"),
+            "{cut}: {}",
+            r.reason
+        );
+    }
+    let mut reg = ctxlab::plugin_host::Registry::new();
+    assert!(reg.load_path(&real).unwrap() > 0);
+}
+
+/// Finding 4: a table with a NULL entry point was accepted (and crashed at replay); one
+/// announcing 2^40 strategies crashed discovery. Both are refused at load.
+#[test]
+fn plugin_tables_with_null_entry_points_or_absurd_lengths_are_refused() {
+    use ctxlab::plugin_host::LoadedPlugin;
+    use ctxlab_plugin_api::abi::{EntryFn, PluginTable, ENTRY_SYMBOL};
+    let lib = unsafe { libloading::Library::new(example_plugin()) }.unwrap();
+    let entry: EntryFn = unsafe { *lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()).unwrap() };
+    let good: *const PluginTable = unsafe { entry() };
+    let here = Path::new("t.so");
+    assert!(unsafe { LoadedPlugin::from_table(good, here) }.is_ok());
+    let copy = |edit: &dyn Fn(*mut PluginTable)| -> String {
+        let t = Box::leak(Box::new(std::mem::MaybeUninit::<PluginTable>::uninit()));
+        unsafe {
+            std::ptr::copy_nonoverlapping(good, t.as_mut_ptr(), 1);
+            edit(t.as_mut_ptr());
+            LoadedPlugin::from_table(t.as_ptr(), here)
+                .err()
+                .expect("refused")
+        }
+    };
+    let null = |f: *mut usize| unsafe { f.write(0) };
+    let e = copy(&|t| null(unsafe { std::ptr::addr_of_mut!((*t).decide) } as *mut usize));
+    assert!(e.contains("decide is NULL"), "{e}");
+    let e = copy(&|t| null(unsafe { std::ptr::addr_of_mut!((*t).destroy) } as *mut usize));
+    assert!(e.contains("destroy is NULL"), "{e}");
+    let e = copy(&|t| unsafe { (*t).strategies_len = 1 << 40 });
+    assert!(e.contains("1099511627776 strategies"), "{e}");
+    std::mem::forget(lib);
+}
