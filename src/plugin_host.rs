@@ -459,10 +459,48 @@ unsafe extern "C" fn count_text(ctx: *mut c_void, text: StrRef) -> u64 {
     }
 }
 
+/// Events (or gauges, thresholds) one answer may hold; ops are capped at `replay::MAX_OPS`.
+pub const MAX_EVENTS: usize = 65_536;
+/// Bytes of one string a plugin hands over (a summary, marker, event message).
+pub const MAX_TEXT: usize = 16 << 20;
+
+/// A plugin's answer is copied only up to the caps: past one, the first excess is recorded as
+/// malformed (the engine rejects the decision) and the rest is not read, so a runaway plugin
+/// cannot exhaust the host's memory.
+fn over_cap(malformed: &mut Vec<String>, what: &str, have: usize, max: usize) -> bool {
+    if have < max {
+        return false;
+    }
+    if have == max && !malformed.iter().any(|m| m.starts_with("more than")) {
+        malformed.push(format!("more than {max} {what} in one answer"));
+    }
+    true
+}
+
+fn text_over_cap(malformed: &mut Vec<String>, s: &StrRef) -> bool {
+    if s.len <= MAX_TEXT {
+        return false;
+    }
+    malformed.push(format!(
+        "a string of {} bytes; at most {MAX_TEXT} are accepted",
+        s.len
+    ));
+    true
+}
+
 unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
     let (Some(c), Some(op)) = ((ctx as *mut Collect).as_mut(), op.as_ref()) else {
         return;
     };
+    if over_cap(
+        &mut c.d.malformed,
+        "ops",
+        c.d.ops.len(),
+        crate::replay::MAX_OPS,
+    ) || text_over_cap(&mut c.d.malformed, &op.text)
+    {
+        return;
+    }
     let text = op.text.as_str().to_string();
     let scope = match op.scope {
         SCOPE_PERSISTENT => Scope::Persistent,
@@ -507,6 +545,12 @@ unsafe extern "C" fn push_event(ctx: *mut c_void, ev: *const EventView) {
     let (Some(c), Some(ev)) = ((ctx as *mut Collect).as_mut(), ev.as_ref()) else {
         return;
     };
+    if over_cap(&mut c.d.malformed, "events", c.d.events.len(), MAX_EVENTS)
+        || text_over_cap(&mut c.d.malformed, &ev.code)
+        || text_over_cap(&mut c.d.malformed, &ev.message)
+    {
+        return;
+    }
     c.d.events.push(Event {
         kind: EventKind::from_abi(ev.kind),
         code: ev.code.as_str().to_string(),
@@ -518,6 +562,11 @@ unsafe extern "C" fn push_event(ctx: *mut c_void, ev: *const EventView) {
 
 unsafe extern "C" fn push_gauge(ctx: *mut c_void, name: StrRef, value: f64) {
     if let Some(c) = (ctx as *mut Collect).as_mut() {
+        if over_cap(&mut c.d.malformed, "gauges", c.d.gauges.len(), MAX_EVENTS)
+            || text_over_cap(&mut c.d.malformed, &name)
+        {
+            return;
+        }
         c.d.gauges.push((name.as_str().to_string(), value));
     }
 }

@@ -265,3 +265,36 @@ fn plugin_tables_with_null_entry_points_or_absurd_lengths_are_refused() {
     assert!(e.contains("1099511627776 strategies"), "{e}");
     std::mem::forget(lib);
 }
+
+/// Finding 5: the host copied every op a plugin pushed (10M ops took 714 MB before the op-count
+/// refusal). Copying stops at the cap and the decision is marked malformed, so it is refused.
+#[test]
+fn plugin_output_is_not_copied_past_the_caps() {
+    use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+    let exe = std::env::current_exe().unwrap();
+    let dir = ctxlab::plugin_host::checkout_dir(&exe).unwrap();
+    let lib = dir.join(format!(
+        "{}ctxlab_fixture_bad_ops{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let mut reg = ctxlab::plugin_host::Registry::new();
+    reg.load_path(&lib).unwrap_or_else(|r| panic!("{r}"));
+    let s = reg.find("fixture.bad-ops").unwrap();
+    let mut msgs: Vec<TestMsg> = (0..4)
+        .map(|i| TestMsg::user(&format!("message {i}")))
+        .collect();
+    msgs.push(TestMsg::tool_call("t", "read", "{}"));
+    msgs.push(TestMsg::tool_result("t", "read", "content"));
+    let call = TestCall::new(msgs);
+    let max = ctxlab::replay::MAX_OPS;
+    let mut inst = s
+        .create(&serde_json::json!({ "fault": "too_many_ops", "ops": max + 1000 }))
+        .unwrap();
+    let d = call.with_view(|v| inst.decide(v)).unwrap();
+    assert_eq!(d.ops.len(), max, "copying stops at the cap");
+    assert_eq!(
+        d.malformed,
+        vec![format!("more than {max} ops in one answer")]
+    );
+}
