@@ -298,3 +298,42 @@ fn plugin_output_is_not_copied_past_the_caps() {
         vec![format!("more than {max} ops in one answer")]
     );
 }
+
+/// Finding 15: `convert DIR -o DIR` overwrote a Claude Code log (named `<session id>.jsonl`)
+/// with its conversion, and two sessions with one id went to one file (the first lost).
+#[test]
+fn convert_never_overwrites_an_input_or_its_own_output() {
+    let d = tempfile::tempdir().unwrap();
+    let cc = "9874603d-3fea-4774-a473-54ebb495ce20.jsonl";
+    let cc_src = sample(&format!("claude-code/-home-maren-src-tidewater/{cc}"));
+    std::fs::copy(&cc_src, d.path().join(cc)).unwrap();
+    let pi = sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl");
+    std::fs::copy(&pi, d.path().join("pi1.jsonl")).unwrap();
+    std::fs::copy(&pi, d.path().join("pi2.jsonl")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("convert")
+        .arg(d.path())
+        .arg("-o")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read(d.path().join(cc)).unwrap(),
+        std::fs::read(&cc_src).unwrap(),
+        "the input was overwritten"
+    );
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 6, "{err}");
+    // Converting a single log onto itself is refused.
+    let one = d.path().join("pi1.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("convert")
+        .arg(&one)
+        .arg("-o")
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&pi).unwrap());
+}

@@ -29,9 +29,23 @@ pub fn run(args: Args) -> ctxlab::Result<()> {
         );
         Ok(())
     };
+    // Never overwrite a file this run read, nor one it wrote already.
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    let inputs: std::collections::HashSet<PathBuf> = sessions
+        .iter()
+        .flat_map(|s| &s.source.files)
+        .filter_map(|f| real(std::path::Path::new(f)))
+        .collect();
     if let [one] = sessions.as_slice() {
+        if real(&args.output).is_some_and(|o| inputs.contains(&o)) {
+            return Err(Error::Invalid(format!(
+                "{}: is the log being converted; choose another output file",
+                args.output.display()
+            )));
+        }
         return write(one, &args.output);
     }
+    let mut written = std::collections::HashSet::new();
     std::fs::create_dir_all(&args.output).map_err(|e| Error::io(&args.output, e))?;
     for s in &sessions {
         let name: String =
@@ -44,7 +58,16 @@ pub fn run(args: Args) -> ctxlab::Result<()> {
                     }
                 })
                 .collect();
-        write(s, &args.output.join(format!("{name}.jsonl")))?;
+        // Two sessions with one id, or an input already named `<id>.jsonl` in the output
+        // folder: the next free `<id>-N.jsonl`.
+        let mut path = args.output.join(format!("{name}.jsonl"));
+        let mut n = 1;
+        while written.contains(&path) || real(&path).is_some_and(|p| inputs.contains(&p)) {
+            n += 1;
+            path = args.output.join(format!("{name}-{n}.jsonl"));
+        }
+        write(s, &path)?;
+        written.insert(path);
     }
     Ok(())
 }
