@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build test oracle-test app app-test ui bench demo fmt
+.PHONY: setup build test oracle-test app app-test package package-test plugins-install ui bench demo fmt
 
 setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS)
@@ -16,6 +16,7 @@ test: build
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory oracle-test
 	$(MAKE) --no-print-directory app-test
+	$(MAKE) --no-print-directory package-test
 
 # Differential tests against the modelled systems' own packages (tests/oracles/<system>/, each
 # with its own package.json; scripts/setup.sh installs them). They drive the built CLI.
@@ -29,6 +30,23 @@ app-test: build ui
 	cd src-tauri && $(CARGO) test --features tauri/custom-protocol --no-fail-fast
 	cd ui && npm test
 	bash scripts/app-e2e.sh
+
+# The Debian package (release): the app, the `ctxlab` CLI and the built-in strategy plugins in
+# /usr/lib/ctxlab/plugins. Prints the .deb's path (src-tauri/target/release/bundle/deb/).
+package: ui
+	bash scripts/package.sh release
+
+# The package built (debug), checked (control file, contents, lintian), unpacked into a throwaway
+# root, its CLI and app run from there.
+package-test: ui
+	bash scripts/package-test.sh
+
+# The built-in strategy plugins, built in release and copied to the user's plugin folder (for a
+# `cargo install`ed CLI, which finds plugins there).
+plugins-install: setup
+	$(CARGO) build --release --workspace
+	mkdir -p "$${XDG_DATA_HOME:-$$HOME/.local/share}/ctxlab/plugins"
+	cp target/release/libctxlab_plugin_*.so "$${XDG_DATA_HOME:-$$HOME/.local/share}/ctxlab/plugins/"
 
 # The web UI, built into ui/dist (the app embeds it at compile time).
 ui: setup

@@ -2,6 +2,7 @@
 # End-to-end tests of the desktop app: Xvfb, tauri-driver (+ WebKitWebDriver) and the debug app
 # with the UI embedded, driven by ui/e2e/*.test.mjs. Starts everything itself, on free ports, and
 # stops what it started whatever happens. Usage: scripts/app-e2e.sh [path/to/ctxlab-app]
+# (E2E_DIR: another folder of tests, e.g. ui/e2e-installed for the packaged app)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 app="${1:-$root/src-tauri/target/debug/ctxlab-app}"
@@ -33,7 +34,9 @@ export DISPLAY=":$display"
 # The app's own world: no user logs, no user plugins, the workspace's plugin builds.
 export HOME="$work/home" XDG_DATA_HOME="$work/home/.local/share" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache"
 mkdir -p "$HOME"
-export CTXLAB_PLUGIN_PATH="$root/target/debug"
+# The workspace's plugin builds, unless the caller says otherwise (the package test sets it empty
+# so the installed app finds its own system folder).
+export CTXLAB_PLUGIN_PATH="${CTXLAB_PLUGIN_PATH-$root/target/debug}"
 
 port="$(free_port)"
 native_port="$(free_port)"
@@ -46,7 +49,7 @@ done
 
 status=0
 CTXLAB_APP="$app" WEBDRIVER_URL="http://127.0.0.1:$port" SHOTS="$root/target/e2e-shots" REAL_LOGS="$real_logs" \
-  node --test --test-reporter=spec "$root/ui/e2e/" || status=$?
+  node --test --test-reporter=spec "${E2E_DIR:-$root/ui/e2e/}" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- tauri-driver log ---" >&2
   tail -50 "$work/driver.log" >&2 || true

@@ -9,9 +9,10 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 # A C compiler for the C plugin example and -sys crates.
 for p in gcc make pkg-config; do have_pkg "$p" || need_apt+=("$p"); done
 # The desktop app (Tauri 2 on WebKitGTK), and its end-to-end tests: a virtual display,
-# WebKit's WebDriver, Node for the UI build and tests, python3 for the e2e script's free ports.
+# WebKit's WebDriver, Node for the UI build and tests, python3 for the e2e script's free ports,
+# lintian for the package test.
 for p in libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev \
-  libxdo-dev xvfb xauth webkit2gtk-driver python3 python3-pip; do
+  libxdo-dev xvfb xauth webkit2gtk-driver python3 python3-pip lintian; do
   have_pkg "$p" || need_apt+=("$p")
 done
 { command -v node >/dev/null && command -v npm >/dev/null; } || need_apt+=(nodejs npm)
