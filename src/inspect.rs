@@ -71,6 +71,14 @@ pub struct Stats {
     pub estimated_peak_context: u64,
     /// The same call predicted with the calibration (overhead + ratio), when there is one.
     pub calibrated_peak_context: Option<u64>,
+    /// Of `estimated_tokens`, those known from the log rather than estimated by the counter:
+    /// recorded message sizes and hidden content (docs/tokens.md, "Recorded sizes").
+    pub known_tokens: u64,
+    /// Hidden content in the history: signature-only thinking, encrypted reasoning, web-search
+    /// results, tool schemas, reminder text (`MessageFlags::hidden_tokens`).
+    pub hidden_tokens: u64,
+    /// Tokens of injected messages (attachments, reminders, queued prompts).
+    pub injected_tokens: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,6 +127,11 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
             s.messages += 1;
             if !session.usage_only {
                 s.estimated_tokens += prepared.tokens(i);
+                s.known_tokens += prepared.known(i);
+                s.hidden_tokens += m.flags.hidden_tokens;
+                if m.flags.injected {
+                    s.injected_tokens += prepared.tokens(i);
+                }
             }
         }
     }
@@ -168,6 +181,9 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
         }
         t.compactions += s.compactions;
         t.estimated_tokens += s.estimated_tokens;
+        t.known_tokens += s.known_tokens;
+        t.hidden_tokens += s.hidden_tokens;
+        t.injected_tokens += s.injected_tokens;
         t.estimated_peak_context = t.estimated_peak_context.max(s.estimated_peak_context);
         t.calibrated_peak_context = t.calibrated_peak_context.max(s.calibrated_peak_context);
         t
@@ -360,6 +376,38 @@ impl SessionReport {
                     crate::model::ESTIMATE_ONLY_NOTE
                 )),
                 None => out.push_str("calibration: none (no call has both recorded usage and recorded messages)\n"),
+            }
+            if self.totals.known_tokens > 0 || self.totals.injected_tokens > 0 {
+                out.push_str("\ncontext sources (history)\n");
+                let mut src = Table::new(&[
+                    "agent",
+                    "recorded or known",
+                    "estimated",
+                    "hidden reasoning etc.",
+                    "injected",
+                    "fit ratio",
+                ]);
+                for a in self.agents.iter().filter(|a| a.stats.estimated_tokens > 0) {
+                    let st = &a.stats;
+                    let share = |t: u64| {
+                        format!(
+                            "{} ({:.0} %)",
+                            fmt_tokens(t),
+                            t as f64 * 100.0 / st.estimated_tokens.max(1) as f64
+                        )
+                    };
+                    src.row(vec![
+                        a.name.clone(),
+                        share(st.known_tokens),
+                        share(st.estimated_tokens - st.known_tokens),
+                        fmt_tokens(st.hidden_tokens),
+                        fmt_tokens(st.injected_tokens),
+                        self.calibration
+                            .as_ref()
+                            .map_or("-".into(), |c| format!("{:.3}", c.fit_for(a.index).ratio)),
+                    ]);
+                }
+                out.push_str(&src.render());
             }
         }
 

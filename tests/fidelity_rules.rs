@@ -295,6 +295,21 @@ fn claude_code_attachments_are_injected_messages() {
     // Both reach the second call: it sees more than the first call's context plus the reply.
     let c = contexts(&s);
     assert!(c[1].counted > c[0].counted + 20, "{c:?}");
+    // inspect tells per agent what is injected, hidden and known.
+    let heuristic = tokens::counter("heuristic").unwrap();
+    let r = ctxlab::inspect::summarize(&s, heuristic.as_ref());
+    let st = &r.agents[0].stats;
+    assert!(st.injected_tokens > ctxlab::formats::claude_code::TASK_REMINDER_TOKENS);
+    assert_eq!(
+        st.hidden_tokens,
+        ctxlab::formats::claude_code::TASK_REMINDER_TOKENS
+    );
+    assert_eq!(
+        st.known_tokens,
+        5 + 4 + st.hidden_tokens,
+        "two replies and the reminder"
+    );
+    assert!(r.to_text().contains("context sources"));
 }
 
 /// A ToolSearch result's `tool_reference` blocks load tool schemas, which stay loaded after a
