@@ -192,3 +192,26 @@ fn compare_cli_pairs_each_param_with_the_strategy_before_it() {
         ]
     );
 }
+
+/// Issue #21 point 7: progress is drawn on a terminal only. Run for a person (no `--json`) with
+/// stderr a pipe, the `\rreplayed N of M` redraws must not pile up in the captured stderr.
+#[test]
+fn compare_cli_writes_no_progress_when_stderr_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .args(["compare"])
+        .arg(real_log(VR_FOREST))
+        .args(["-s", "example.keep-last-results", "--param=keep_last=3"])
+        .env("CTXLAB_PLUGIN_PATH", build_dir())
+        .env("CTXLAB_DB", dir.path().join("db.sqlite"))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !out.stdout.is_empty(),
+        "the comparison table is still printed"
+    );
+    assert!(!err.contains("replayed"), "progress on a pipe: {err:?}");
+}

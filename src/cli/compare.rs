@@ -185,14 +185,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let session = load_one(&args.log, args.session.as_deref())?;
     let opts = args.replay.settings()?.options(&session)?;
-    let progress = |done: usize, total: usize| {
-        if !args.json {
-            eprint!("\rreplayed {done} of {total}");
-            if done == total {
-                eprintln!();
-            }
-        }
-    };
+    let progress = super::progress(!args.json);
     let c = compare::run(&session, &strategies, &opts, Some(&progress))?;
     let kept = match args.kept_at {
         Some(call) => Some(compare::kept_at(&session, &strategies, call, &opts)?),

@@ -126,14 +126,7 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     };
-    let progress = |done: usize, total: usize| {
-        if !args.json {
-            eprint!("\rreplayed {done} of {total}");
-            if done == total {
-                eprintln!();
-            }
-        }
-    };
+    let progress = super::progress(!args.json);
     let opts = TuneOptions {
         objective: args.objective.parse()?,
         constraints,
