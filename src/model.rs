@@ -239,11 +239,13 @@ pub struct Usage {
 
 impl Usage {
     pub fn cache_write(&self) -> u64 {
-        self.cache_write_5m + self.cache_write_1h
+        self.cache_write_5m.saturating_add(self.cache_write_1h)
     }
     /// Tokens the model read for this call: the context occupancy as the provider counted it.
     pub fn context_tokens(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write()
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write())
     }
 }
 

@@ -337,3 +337,43 @@ fn convert_never_overwrites_an_input_or_its_own_output() {
     assert!(!out.status.success());
     assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&pi).unwrap());
 }
+
+/// Finding 11: a usage of u64::MAX wrapped the sums (a cost of $1e17 beside "error 0.0 %"). An
+/// implausible figure leaves its call without recorded usage, with a warning naming the line.
+#[test]
+fn implausible_usage_is_not_summed() {
+    let pi = sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl");
+    let orig = std::fs::read_to_string(&pi).unwrap();
+    let good = formats::load_as(&pi, "pi").unwrap();
+    let at = "\"usage\":{\"cacheRead\":0,\"cacheWrite\":7430,";
+    assert!(orig.contains(at));
+    let line = 1 + orig[..orig.find(at).unwrap()].matches('\n').count() as u32;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    std::fs::write(
+        &p,
+        orig.replacen(
+            at,
+            "\"usage\":{\"cacheRead\":0,\"cacheWrite\":18446744073709551615,",
+            1,
+        ),
+    )
+    .unwrap();
+    let s = formats::load_as(&p, "pi").unwrap();
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.line == line && w.message.contains("implausible")),
+        "{:?}",
+        s.warnings
+    );
+    let with = |s: &Session| s.calls.iter().filter(|c| c.usage.is_some()).count();
+    assert_eq!(with(&s) + 1, with(&good));
+    let total: u64 = s
+        .calls
+        .iter()
+        .filter_map(|c| c.usage.as_ref())
+        .map(|u| u.context_tokens())
+        .sum();
+    assert!(total < 100_000_000, "{total}");
+}

@@ -88,7 +88,37 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
         ))),
     }?;
     entire::check(path, &mut s);
+    drop_implausible_usage(&mut s);
     Ok(s)
+}
+
+/// More tokens than any one call could read or write (100× the largest context window).
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
+
+/// A usage figure past `MAX_PLAUSIBLE_TOKENS` (a corrupt or hostile log: u64::MAX summed to a
+/// wrapped total and an absurd cost) is not summed: the call is left without recorded usage and
+/// a warning names its line.
+fn drop_implausible_usage(s: &mut Session) {
+    let mut bad = Vec::new();
+    for c in &mut s.calls {
+        let Some(u) = &c.usage else { continue };
+        let fields = [
+            ("input", u.input),
+            ("output", u.output),
+            ("cache read", u.cache_read),
+            ("cache write (5m)", u.cache_write_5m),
+            ("cache write (1h)", u.cache_write_1h),
+        ];
+        if let Some((name, n)) = fields.into_iter().find(|f| f.1 > MAX_PLAUSIBLE_TOKENS) {
+            bad.push((c.source, format!(
+                "usage {name} of {n} tokens is implausible (above {MAX_PLAUSIBLE_TOKENS}); the call is left without recorded usage"
+            )));
+            c.usage = None;
+        }
+    }
+    for (pos, msg) in bad {
+        s.warn(pos, msg);
+    }
 }
 
 /// Every session in a file or a folder, and the files of the folder that could not be read.
