@@ -376,6 +376,19 @@ impl<'a> Context<'a> {
             .sum()
     }
 
+    /// Tool results the message at `i` carries.
+    pub(crate) fn results_in(&self, i: usize) -> usize {
+        let v = &self.views[i];
+        if v.tools_len == 0 {
+            return 0;
+        }
+        // SAFETY: the view's tools point at `tools_len` live ToolViews (arena or the entry's own).
+        unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }
+            .iter()
+            .filter(|t| t.is_result != 0)
+            .count()
+    }
+
     /// Position of the entry with this key. Lookups are mostly of recent entries (a tool
     /// result's call, a fact's latest occurrence): the search gallops back from the end, so its
     /// cost grows with the distance from the end, not with the context's length.
@@ -627,6 +640,11 @@ impl<'a> Context<'a> {
             Replacement::Texts(texts) => {
                 for (i, (text, tokens)) in (s..e).zip(texts) {
                     self.forget_known(i);
+                    let split = super::validate::split_results(&text, self.results_in(i));
+                    let text: Rc<str> = match &split {
+                        Some((joined, _)) => Rc::from(joined.as_str()),
+                        None => text,
+                    };
                     let key = self.entries[i].key;
                     let new_facts = self.needed_facts(facts, &text);
                     self.unindex_facts(i);
@@ -647,8 +665,16 @@ impl<'a> Context<'a> {
                         // the entry's own, both kept while the entry is).
                         unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }.into()
                     };
+                    let mut spans = split.as_ref().map(|(_, s)| s.iter());
                     for t in tools.iter_mut() {
-                        t.body = StrRef::new(&text);
+                        // Each result its own part when the edit gave parts (ABI 1.4).
+                        t.body = match spans.as_mut().filter(|_| t.is_result != 0) {
+                            Some(it) => match it.next() {
+                                Some(&(a, b)) => StrRef::new(&text[a..b]),
+                                None => StrRef::new(&text),
+                            },
+                            None => StrRef::new(&text),
+                        };
                     }
                     v.tools = if tools.is_empty() {
                         std::ptr::null()

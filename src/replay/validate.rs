@@ -178,11 +178,12 @@ pub(crate) fn check(
             texts: Vec::new(),
         };
         let removal = matches!(op.kind, OpKind::Drop | OpKind::Summarize { .. });
-        if removal
+        // The modelled system's own removals, applied as it makes them.
+        let as_modelled = removal
             && split_allowed
                 .iter()
-                .any(|&(s, e)| s <= op.start && op.end <= e)
-        {
+                .any(|&(s, e)| s <= op.start && op.end <= e);
+        if as_modelled {
             plan.split_pairs += ctx.split_pairs_in(op.start, op.end);
         } else if removal && ctx.splits_pair(op.start, op.end) {
             return Err(format!(
@@ -206,7 +207,7 @@ pub(crate) fn check(
                     text,
                     counter,
                 );
-                if s.tokens > before {
+                if s.tokens > before && !as_modelled {
                     return Err(format!(
                         "{}: summary of {} tokens is larger than the {} tokens it replaces",
                         what(),
@@ -239,7 +240,15 @@ pub(crate) fn check(
             OpKind::Mask { placeholder: t } | OpKind::Offload { stub: t } => {
                 for i in op.start..op.end {
                     p.texts.push(ctx.edited(i, EditSig::Replace(t), || {
-                        retext(ctx, i, t.clone(), counter)
+                        // Parts for several tool results (ABI 1.4) are counted as the text
+                        // they become; the separators stay for `Context::apply` to split at.
+                        match split_results(t, ctx.results_in(i)) {
+                            Some((joined, _)) => {
+                                let (_, tokens) = retext(ctx, i, joined, counter);
+                                (Rc::from(t.as_str()), tokens)
+                            }
+                            None => retext(ctx, i, t.clone(), counter),
+                        }
                     }));
                 }
             }
@@ -252,6 +261,30 @@ pub(crate) fn check(
         plan.edits.push(p);
     }
     Ok((plan, d))
+}
+
+/// ABI 1.4: a mask text holding NUL separators for a message with tool results gives each result
+/// its own new content. With k results and k − 1 or k separators, the parts are the results'
+/// contents in order, then (with k separators) the rest of the message's text; the message's text
+/// is the parts joined by "\n", as the host flattens a message. Returns that text and each
+/// result's byte span in it; `None` when the text is an ordinary placeholder.
+pub(crate) fn split_results(text: &str, results: usize) -> Option<(String, Vec<(usize, usize)>)> {
+    let n = text.bytes().filter(|&b| b == 0).count();
+    if results == 0 || n == 0 || (n + 1 != results && n != results) {
+        return None;
+    }
+    let mut joined = String::with_capacity(text.len());
+    let mut spans = Vec::with_capacity(n + 1);
+    for (k, part) in text.split('\0').enumerate() {
+        if k > 0 {
+            joined.push('\n');
+        }
+        let a = joined.len();
+        joined.push_str(part);
+        spans.push((a, joined.len()));
+    }
+    spans.truncate(results);
+    Some((joined, spans))
 }
 
 /// New text for the message at `i`, with its tokens: the message's per-message overheads stay,

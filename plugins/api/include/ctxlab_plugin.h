@@ -16,7 +16,8 @@
  *   - ABI minor: bumped when fields are appended (to ctxlab_plugin_table, to the sink) or a
  *     constant (op kind, flag) is added. Fields are never removed or reordered. 1.1 added the
  *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT, 1.3 the message's content counts (in what
- *     was padding, flagged by CTXLAB_FLAG_CONTENT). Set `size` to sizeof(ctxlab_plugin_table) as
+ *     was padding, flagged by CTXLAB_FLAG_CONTENT), 1.4 per-result CTXLAB_OP_MASK parts and larger
+ *     literal summaries under CTXLAB_OP_ALLOW_SPLIT. Set `size` to sizeof(ctxlab_plugin_table) as
  *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
@@ -46,7 +47,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 3u
+#define CTXLAB_ABI_MINOR 4u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -147,13 +148,16 @@ typedef struct ctxlab_call {
 #define CTXLAB_OP_DROP 0u      /* remove [start, end); nothing replaces it (silent loss) */
 #define CTXLAB_OP_SUMMARIZE 1u /* replace [start, end) by one summary message */
 #define CTXLAB_OP_TRUNCATE 2u  /* keep head_chars + tail_chars of each message, `text` between */
-#define CTXLAB_OP_MASK 3u      /* replace each tool result's content by `text` */
+#define CTXLAB_OP_MASK 3u      /* replace each tool result's content by `text`; ABI 1.4: on a message
+                                * of k tool results, k-1 NUL separators in `text` give each result
+                                * its own content (k: the last part is the rest of the text) */
 #define CTXLAB_OP_OFFLOAD 4u   /* move the content out; the stub `text` stays */
 #define CTXLAB_OP_PIN 5u
 #define CTXLAB_OP_UNPIN 6u
 /* ABI 1.2: the drops and summaries that follow inside [start, end) may separate a tool call from
  * its result (a modelled system that keeps orphan results); each separated pair is counted in the
- * run's split tool pairs. Changes nothing itself. */
+ * run's split tool pairs. A literal summary there may be larger than what it replaces (phi-core's
+ * "[Summary] <short reply>"). Changes nothing itself. */
 #define CTXLAB_OP_ALLOW_SPLIT 7u
 
 /* Op scopes. */

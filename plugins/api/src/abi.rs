@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 3;
+pub const ABI_MINOR: u32 = 4;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -184,12 +184,18 @@ pub struct CallView {
 pub const OP_DROP: u32 = 0;
 pub const OP_SUMMARIZE: u32 = 1;
 pub const OP_TRUNCATE: u32 = 2;
+/// Replace the content of each message in the range by `text`. ABI 1.4: on a message holding k
+/// tool results, a `text` with k − 1 NUL (U+0000) separators gives each result its own content
+/// (and with k separators, the last part is the rest of the message's text); the message's text
+/// becomes the parts joined by "\n". phi-core's level 1 cuts each result of such a message on
+/// its own.
 pub const OP_MASK: u32 = 3;
 pub const OP_OFFLOAD: u32 = 4;
 pub const OP_PIN: u32 = 5;
 pub const OP_UNPIN: u32 = 6;
 /// ABI 1.2: the removals of the decision inside the range may separate tool calls from their
-/// results (counted as split pairs); a 1.0 host refuses the op as unknown.
+/// results (counted as split pairs), and (ABI 1.4) a literal summary there may be larger than what it
+/// replaces (phi-core writes `[Summary] <short reply>`); a 1.0 host refuses the op as unknown.
 pub const OP_ALLOW_SPLIT: u32 = 7;
 
 /// The op changes the agent's history for every later call (a compaction).

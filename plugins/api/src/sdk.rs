@@ -274,7 +274,9 @@ pub enum OpKind {
         tail: u64,
         marker: String,
     },
-    /// Replace the content of each message (tool result) in the range by `placeholder`.
+    /// Replace the content of each message (tool result) in the range by `placeholder`. On a
+    /// message of k tool results, k − 1 NUL separators give each result its own content, k
+    /// separators add the rest of the message's text (ABI 1.4); the text is the parts joined by "\n".
     Mask {
         placeholder: String,
     },
@@ -287,7 +289,9 @@ pub enum OpKind {
     /// ABI 1.2. The removals (drop, summarize) of this decision inside the range may separate a
     /// tool call from its result, as a modelled system that keeps orphan results does (FIM One's
     /// smart_truncate and llm_compact); the host accepts them and counts every pair they separate
-    /// in the run's split tool pairs. Must precede the removals it covers; changes nothing itself.
+    /// in the run's split tool pairs. A literal summary inside it may be larger than what it
+    /// replaces (phi-core's `[Summary] <short reply>`). Must precede the removals it covers;
+    /// changes nothing itself.
     AllowSplit,
 }
 
