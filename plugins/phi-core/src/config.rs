@@ -4,6 +4,7 @@
 //! there (`#[serde(default)]`), so the export writes only what differs from phi-core's defaults
 //! unless a `-full` format is asked for. phi-core validates no ranges; wrong types are refused.
 
+use ctxlab_plugin_api::sdk::same_value;
 use ctxlab_plugin_api::{ParamSpec, ParamType, Params};
 use serde_json::{json, Map, Value};
 
@@ -55,6 +56,19 @@ pub const LEGACY: &[(&str, &str)] = &[
 ];
 
 pub const END_AGENT_AT_LIMIT: &str = "end_agent_at_limit";
+
+/// The section holding what phi-core's file has no key for (the legacy fields and
+/// `end_agent_at_limit`). phi-core's `AgentConfig` ignores sections it does not know, so the file
+/// still loads; ctxlab reads them back.
+pub const CTXLAB_SECTION: &str = "ctxlab";
+
+/// (parameter, field in the `[ctxlab]` section).
+pub const CTXLAB_KEYS: &[(&str, &str)] = &[
+    ("keep_recent", "keep_recent"),
+    ("keep_first", "keep_first"),
+    ("legacy_tool_output_max_lines", "tool_output_max_lines"),
+    (END_AGENT_AT_LIMIT, END_AGENT_AT_LIMIT),
+];
 
 pub const FORMATS: &[&str] = &[
     "toml",
@@ -110,20 +124,14 @@ pub fn schema() -> Vec<ParamSpec> {
     ]
 }
 
-/// The file as a JSON tree (the three formats share it).
+/// The file as a JSON tree (the three formats share it). `[compaction].max_context_tokens` is
+/// always written: phi-core builds a `ContextConfig` (and so compacts at all, with any of the
+/// other `[compaction]` keys) only when it is present (config/builder.rs, `build_basic_agent`).
+/// Floats are written as floats, so a whole number reads back as the same value.
 fn tree(params: &Params, full: bool) -> Value {
     let schema = schema();
     let mut root = Map::new();
-    for (name, path, field) in FILE_KEYS {
-        let v = params.get(name);
-        let spec = schema.iter().find(|s| s.name == *name);
-        let is_default = spec.map(|s| &s.default == v).unwrap_or(false);
-        if v.is_null() || (*name == "max_cost" && v.as_f64() == Some(0.0)) {
-            continue;
-        }
-        if is_default && !full {
-            continue;
-        }
+    let mut put = |path: &[&str], field: &str, v: Value| {
         let mut node = &mut root;
         for seg in path.iter() {
             let entry = node
@@ -134,7 +142,33 @@ fn tree(params: &Params, full: bool) -> Value {
                 _ => unreachable!("sections are only ever objects"),
             };
         }
-        node.insert(field.to_string(), v.clone());
+        node.insert(field.to_string(), v);
+    };
+    let is_default = |name: &str, v: &Value| {
+        schema
+            .iter()
+            .any(|s| s.name == name && same_value(&s.default, v))
+    };
+    let as_written = |name: &str, v: &Value| match schema.iter().find(|s| s.name == name) {
+        Some(s) if s.ty == ParamType::Float => v.as_f64().map_or(v.clone(), |f| json!(f)),
+        _ => v.clone(),
+    };
+    for (name, path, field) in FILE_KEYS {
+        let v = params.get(name);
+        if v.is_null() || (*name == "max_cost" && v.as_f64() == Some(0.0)) {
+            continue;
+        }
+        if is_default(name, v) && !full && *name != "max_context_tokens" {
+            continue;
+        }
+        put(path, field, as_written(name, v));
+    }
+    for (name, field) in CTXLAB_KEYS {
+        let v = params.get(name);
+        if is_default(name, v) && !full {
+            continue;
+        }
+        put(&[CTXLAB_SECTION], field, v.clone());
     }
     Value::Object(root)
 }
@@ -144,7 +178,10 @@ fn legacy_note(params: &Params, comment: &str) -> String {
     let mut lines = Vec::new();
     for (name, field) in LEGACY {
         let v = params.get(name);
-        if schema.iter().any(|s| s.name == *name && &s.default != v) {
+        if schema
+            .iter()
+            .any(|s| s.name == *name && !same_value(&s.default, v))
+        {
             lines.push(format!("{comment}   {field}: {v},"));
         }
     }
@@ -152,14 +189,50 @@ fn legacy_note(params: &Params, comment: &str) -> String {
         return String::new();
     }
     format!(
-        "{comment} The tiered compact_messages reads ContextConfig's legacy fields, which this file cannot set.\n\
-         {comment} Set them in code: ContextConfig {{\n{}\n{comment}   ..ContextConfig::default() }}\n",
+        "{comment} The tiered compact_messages reads ContextConfig's legacy fields, which phi-core's file cannot set\n\
+         {comment} (the [{CTXLAB_SECTION}] section keeps them for ctxlab; phi-core ignores it). Set them in code:\n\
+         {comment} ContextConfig {{\n{}\n{comment}   ..ContextConfig::default() }}\n",
         lines.join("\n")
     )
 }
 
+/// Values phi-core's loader would refuse or change: `${NAME}` in a string is replaced by the
+/// environment variable before parsing, and refused when it is not set (config/parser.rs,
+/// `substitute_env_vars`); TOML integers are signed 64-bit, so a larger one is "number too large".
+fn check_writable(params: &Params, toml: bool) -> Result<(), String> {
+    let focus = params.str("focus_message");
+    if let Some(at) = focus.find("${") {
+        let rest = &focus[at + 2..];
+        if let Some(close) = rest.find('}') {
+            if close > 0 {
+                return Err(format!(
+                    "focus_message contains \"${{{}}}\": phi-core substitutes ${{NAME}} anywhere in its config file with the environment variable NAME (and refuses the file when it is not set), so this text cannot be written",
+                    &rest[..close]
+                ));
+            }
+        }
+    }
+    if toml {
+        for s in schema() {
+            if s.ty == ParamType::Int {
+                if let Some(n) = params.get(&s.name).as_u64() {
+                    if n > i64::MAX as u64 {
+                        return Err(format!(
+                            "{} = {n} cannot be written to TOML: its integers are signed 64-bit, and phi-core's TOML parser refuses it (number too large); at most {}, or export yaml or json",
+                            s.name,
+                            i64::MAX
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn export(params: &Params, format: &str) -> Result<String, String> {
     let full = format.ends_with("-full");
+    check_writable(params, format.starts_with("toml"))?;
     let t = tree(params, full);
     match format.trim_end_matches("-full") {
         "toml" => {
@@ -242,6 +315,29 @@ pub fn import(format: &str, text: &str) -> Result<Value, String> {
             _ => v.clone(),
         };
         out.insert(name.to_string(), v);
+    }
+    if let Some(sec) = t.get(CTXLAB_SECTION) {
+        for (name, field) in CTXLAB_KEYS {
+            let Some(v) = sec.get(*field) else {
+                continue;
+            };
+            let ok = if *name == END_AGENT_AT_LIMIT {
+                v.is_boolean()
+            } else {
+                v.as_u64().is_some()
+            };
+            if !ok {
+                return Err(format!(
+                    "{CTXLAB_SECTION}.{field}: invalid type: expected {}, got {v}",
+                    if *name == END_AGENT_AT_LIMIT {
+                        "true or false"
+                    } else {
+                        "a non-negative integer"
+                    }
+                ));
+            }
+            out.insert(name.to_string(), v.clone());
+        }
     }
     Ok(Value::Object(out))
 }

@@ -12,9 +12,9 @@ mod tests;
 
 use ctxlab_plugin_api::*;
 use limits::{Limits, Tracker};
-use mirror::{Mirror, Slot};
+use mirror::{Mirror, Slot, L1};
 use std::collections::HashMap;
-use tiers::{Kind, Outcome, Settings};
+use tiers::{Fate, Outcome, Settings};
 
 struct PhiCore {
     params: Params,
@@ -181,27 +181,18 @@ impl Strategy for PhiCore {
                 step.after + sys,
             );
         }
-        if outcome.deferred_truncations > 0 {
+        let (fates, partial, unplaced) = tiers::fates(&outcome.items, &state.mirror);
+        if partial + unplaced > 0 {
             out.event(
                 EventKind::Note,
-                "truncations_deferred",
+                "host_message_granularity",
                 format!(
-                    "{} smaller tool-output truncations left for a later call (the host takes at most 256 edits per call)",
-                    fmt_tokens(outcome.deferred_truncations as u64)
+                    "phi-core keeps only some of the tool results of {partial} message(s) (kept whole here) \
+                     and writes {unplaced} marker(s) with no whole message to stand in for (left out)"
                 ),
             );
         }
-        if outcome.deferred_summaries > 0 {
-            out.event(
-                EventKind::Note,
-                "summaries_deferred",
-                format!(
-                    "{} older assistant turns left for a later call (the host takes at most 256 edits per call)",
-                    fmt_tokens(outcome.deferred_summaries as u64)
-                ),
-            );
-        }
-        emit_ops(call, &outcome, out, &mut state.mirror);
+        emit_ops(call, &outcome, &fates, out, &mut state.mirror);
         out.gauge("estimate", (outcome.after + sys) as f64);
         Ok(())
     }
@@ -229,58 +220,101 @@ fn headroom(compact_at_pct: f64, system_prompt_tokens: u64, max: u64, estimated:
     compact_at_pct - system_prompt_tokens as f64 / max - estimated as f64 / max
 }
 
-/// Turns the final item list into ops over the view: gaps are drops, replaced ranges become the
-/// literal user message phi-core writes, cut tool outputs become head/tail truncations. The
-/// mirror takes the layout the host will hold once the ops are applied.
-fn emit_ops(call: &Call<'_>, outcome: &Outcome, out: &mut Decision, mirror: &mut Mirror) {
-    let mut layout: Vec<Slot> = Vec::with_capacity(outcome.items.len());
+/// Turns each host message's fate into ops over the view: runs of dropped messages are drops, a
+/// message replaced by phi-core's user message (with the dropped ones after it) is a literal
+/// summary, a cut tool output is a head/tail truncation when the host's cut gives phi-core's text,
+/// else its text replaced whole. Drops and summaries are applied as phi-core makes them
+/// (`Scope::PersistentAsModelled`): phi-core's level 2 and 3 boundaries may separate a tool call
+/// from its results, and `[Summary] <short reply>` is larger than the reply. The mirror takes the
+/// layout the host will hold once the ops are applied.
+fn emit_ops(
+    call: &Call<'_>,
+    outcome: &Outcome,
+    fates: &[Fate],
+    out: &mut Decision,
+    mirror: &mut Mirror,
+) {
+    let scope = Scope::PersistentAsModelled;
+    let mut layout: Vec<Slot> = Vec::with_capacity(fates.len());
     let mut dirty: Vec<usize> = Vec::new();
-    let mut pos = 0;
-    for item in &outcome.items {
-        if item.start > pos {
-            out.drop_range(pos..item.start, Scope::Persistent);
-        }
-        match &item.kind {
-            Kind::Keep(None) => layout.push(mirror.take(item.start)),
-            Kind::Keep(Some(t)) => {
-                out.op(
-                    OpKind::Truncate {
-                        head: t.head,
-                        tail: t.tail,
-                        marker: t.marker.clone(),
-                    },
-                    Scope::Persistent,
-                    item.start..item.end,
-                );
-                dirty.push(layout.len());
-                layout.push(Slot::rewritten(item.est));
-            }
-            Kind::Replace(text) => {
-                // A marker bigger than the little it replaces would be refused: drop instead.
-                if call.tokens_in(item.start..item.end) > estimate::user_text_tokens(text) + 8 {
-                    out.op(
-                        OpKind::Summarize {
-                            role: Role::User,
-                            max_tokens: 0,
-                            summarizer_input_tokens: 0,
-                            text: text.clone(),
-                        },
-                        Scope::Persistent,
-                        item.start..item.end,
-                    );
-                    dirty.push(layout.len());
-                    layout.push(Slot::rewritten(item.est));
-                } else if item.end > item.start {
-                    out.drop_range(item.start..item.end, Scope::Persistent);
+    let mut i = 0;
+    while i < fates.len() {
+        match &fates[i] {
+            Fate::Keep => {
+                if outcome.cut[i] {
+                    if let L1::Cut { text, parts, units } = &mirror.slots[i].l1 {
+                        let m = call.msg(i);
+                        let kind = match (parts, as_truncation(m.text(), text)) {
+                            (Some(p), _) => OpKind::Mask {
+                                placeholder: p.clone(),
+                            },
+                            (None, Some((head, tail, marker))) => {
+                                OpKind::Truncate { head, tail, marker }
+                            }
+                            (None, None) => OpKind::Mask {
+                                placeholder: text.clone(),
+                            },
+                        };
+                        out.op(kind, scope, i..i + 1);
+                        dirty.push(layout.len());
+                        layout.push(Slot::rewritten(units.iter().sum()));
+                        i += 1;
+                        continue;
+                    }
                 }
+                layout.push(mirror.take(i));
+                i += 1;
+            }
+            Fate::Drop | Fate::Replace(_) => {
+                let mut j = i + 1;
+                while j < fates.len() && fates[j] == Fate::Drop {
+                    j += 1;
+                }
+                match &fates[i] {
+                    Fate::Replace(text) => {
+                        out.op(
+                            OpKind::Summarize {
+                                role: Role::User,
+                                max_tokens: 0,
+                                summarizer_input_tokens: 0,
+                                text: text.clone(),
+                            },
+                            scope,
+                            i..j,
+                        );
+                        dirty.push(layout.len());
+                        layout.push(Slot::rewritten(estimate::user_text_tokens(text)));
+                    }
+                    _ => {
+                        out.drop_range(i..j, scope);
+                    }
+                }
+                i = j;
             }
         }
-        pos = pos.max(item.end);
-    }
-    if pos < call.len() {
-        out.drop_range(pos..call.len(), Scope::Persistent);
     }
     mirror.compacted(layout, dirty);
+}
+
+/// phi-core's cut of `old` as the host's truncation (the first `head` and last `tail` characters
+/// with `marker` between), when that gives exactly `new`: one tool output whose kept lines end in
+/// "\n" (not "\r\n") and whose text does not end with a newline.
+fn as_truncation(old: &str, new: &str) -> Option<(u64, u64, String)> {
+    let at = new.find("\n\n[... ")?;
+    let marker_end =
+        at + new[at..].find(" lines truncated ...]\n\n")? + " lines truncated ...]\n\n".len();
+    let (head, marker, tail) = (&new[..at], &new[at..marker_end], &new[marker_end..]);
+    let fits = old.starts_with(head)
+        && old.ends_with(tail)
+        && head.len() + tail.len() <= old.len()
+        && old.chars().count() > head.chars().count() + tail.chars().count();
+    fits.then(|| {
+        (
+            head.chars().count() as u64,
+            tail.chars().count() as u64,
+            marker.to_string(),
+        )
+    })
 }
 
 pub struct ContextStrategy;

@@ -12,8 +12,8 @@
 //! If the view does not continue the mirrored layout (length or the ids at both ends differ), the
 //! mirror is rebuilt from the view: the strategy then decides exactly as it would from scratch.
 
-use crate::estimate::{is_tool_result, message_tokens, msg_tokens};
-use crate::tiers::{head_tail, Trunc};
+use crate::estimate::{units, Shape, Unit, UnitKind};
+use crate::tiers::level1;
 use ctxlab_plugin_api::{Call, Msg};
 
 /// What level 1 does with a message.
@@ -21,29 +21,44 @@ use ctxlab_plugin_api::{Call, Msg};
 pub enum L1 {
     /// Not worked out yet.
     Unknown,
-    /// Not a tool result, or a tool output with no more lines than level 1 keeps.
+    /// Not a tool result, or level 1 gives back the same text.
     Keep,
-    /// A tool output over the line limit: its head/tail cut and the estimate after it.
-    Cut { trunc: Trunc, est: u64 },
+    /// The text level 1 leaves, and the estimate of each of the message's phi-core messages
+    /// after it.
+    Cut {
+        text: String,
+        /// The parts of a message of several phi-core messages, NUL-separated (`OP_MASK`).
+        parts: Option<String>,
+        units: Vec<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slot {
     pub id: u64,
-    /// phi-core's estimate of the message (`msg_tokens`).
+    /// phi-core's estimate of the message (the sum over its phi-core messages).
     pub est: u64,
-    pub tool_result: bool,
+    pub shape: Shape,
+    /// Its phi-core messages (none for a system message).
+    pub units: Vec<Unit>,
     pub l1: L1,
 }
 
 impl Slot {
     fn of(m: &Msg<'_>) -> Slot {
-        let tool_result = is_tool_result(m);
+        let mut us = Vec::with_capacity(1);
+        let shape = units(m, &mut us);
+        let l1 = if us.iter().any(|u| u.kind == UnitKind::ToolResult) {
+            L1::Unknown
+        } else {
+            L1::Keep
+        };
         Slot {
             id: m.id(),
-            est: msg_tokens(m),
-            tool_result,
-            l1: if tool_result { L1::Unknown } else { L1::Keep },
+            est: us.iter().map(|u| u.est).sum(),
+            shape,
+            units: us,
+            l1,
         }
     }
 
@@ -52,7 +67,8 @@ impl Slot {
         Slot {
             id: 0,
             est,
-            tool_result: false,
+            shape: Shape::User,
+            units: Vec::new(),
             l1: L1::Unknown,
         }
     }
@@ -104,17 +120,14 @@ impl Mirror {
         self.sum
     }
 
-    /// Level 1's cut of the message at `i` (a tool result), worked out once per message version.
+    /// Level 1's cut of the message at `i`, worked out once per message version.
     pub fn l1(&mut self, call: &Call<'_>, i: usize, max_lines: usize) -> &L1 {
         let slot = &mut self.slots[i];
         if slot.l1 == L1::Unknown {
             let m = call.msg(i);
-            slot.l1 = match head_tail(m.text(), max_lines) {
+            slot.l1 = match level1(&m, &slot.shape, max_lines) {
                 None => L1::Keep,
-                Some((trunc, bytes)) => L1::Cut {
-                    trunc,
-                    est: message_tokens(&m, bytes),
-                },
+                Some((text, parts, units)) => L1::Cut { text, parts, units },
             };
         }
         &self.slots[i].l1
@@ -161,10 +174,10 @@ impl Mirror {
         for i in 0..len {
             let a = &self.slots[i];
             let b = &fresh.slots[i];
-            if (a.id, a.est, a.tool_result) != (b.id, b.est, b.tool_result) {
+            if (a.id, a.est, &a.shape, &a.units) != (b.id, b.est, &b.shape, &b.units) {
                 return Err(format!("slot {i}: mirror {a:?}, view {b:?}"));
             }
-            if a.l1 != L1::Unknown && a.tool_result {
+            if a.l1 != L1::Unknown && b.l1 != L1::Keep {
                 let want = fresh.l1(call, i, max_lines).clone();
                 if a.l1 != want {
                     return Err(format!("slot {i}: level 1 {:?}, view {want:?}", a.l1));

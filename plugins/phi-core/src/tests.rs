@@ -196,30 +196,60 @@ fn level2_summarizes_turns_older_than_keep_recent() {
 }
 
 #[test]
-fn level2_stays_within_the_hosts_op_limit_and_defers_the_newer_old_turns() {
-    // 405 old turns would be 405 summaries: the oldest 248 are summarized, the rest wait.
+fn level2_summarizes_every_old_assistant_message_in_one_compaction() {
+    // phi-core has no cap: 405 old turns are 405 summaries (the host takes two ops per message).
     let call = TestCall::new(turns(410, &"x".repeat(200)));
     let mut s = strategy(json!({"max_context_tokens": 20_000, "system_prompt_tokens": 0}));
     let d = call.decide(s.as_mut()).unwrap();
-    assert!(d.ops.len() <= 256, "{} ops", d.ops.len());
-    assert_eq!(d.ops.len(), 248);
+    // 821 messages, keep_recent 10 → boundary 811 (a tool call): 405 old turns.
+    assert_eq!(d.ops.len(), 405);
     assert!(d
         .ops
         .iter()
-        .all(|op| matches!(op.kind, OpKind::Summarize { .. }) && op.end - op.start == 2));
+        .all(|op| matches!(op.kind, OpKind::Summarize { .. })
+            && op.end - op.start == 2
+            && op.scope == Scope::PersistentAsModelled));
     assert_eq!(d.ops[0].start, 1);
-    let ev = d
-        .events
-        .iter()
-        .find(|e| e.code == "summaries_deferred")
-        .expect("a note names the deferred turns");
-    // 821 messages, keep_recent 10 → boundary 811 (a tool call): 405 old turns, 248 summarized.
-    assert!(
-        ev.message.starts_with("157 older assistant turns"),
-        "{}",
-        ev.message
-    );
     assert!(!codes(&d).contains(&"level3_drop_middle"));
+}
+
+#[test]
+fn level2_summary_texts_follow_phi_core() {
+    // compact_messages.rs level2_summarize_old_turns: text blocks of at most 200 bytes joined by
+    // " " (the text wins over tool calls), else "[Assistant used N tool(s)]", else
+    // "[Assistant response]"; every old assistant message is summarized, even a short one.
+    let mut with_text = TestMsg::tool_call("c1", "read", "{}");
+    with_text.text = "Let me read it.\n{}".into();
+    let msgs = vec![
+        TestMsg::user("go"),
+        with_text,
+        TestMsg::tool_result("c1", "read", &"r".repeat(4000)),
+        TestMsg::assistant("ok"),
+        TestMsg::assistant(&"long ".repeat(50)),
+        TestMsg::tool_call("c2", "bash", "{\"cmd\":\"ls\"}"),
+        TestMsg::tool_result("c2", "bash", "a"),
+        TestMsg::user("next"),
+    ];
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({"keep_recent": 1, "legacy_tool_output_max_lines": 1000}));
+    let d = call.decide(s.as_mut()).unwrap();
+    let texts: Vec<(usize, usize, &str)> = d
+        .ops
+        .iter()
+        .map(|op| match &op.kind {
+            OpKind::Summarize { text, .. } => (op.start, op.end, text.as_str()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        vec![
+            (1, 3, "[Summary] Let me read it."),
+            (3, 4, "[Summary] ok"),
+            (4, 5, "[Summary] [Assistant response]"),
+            (5, 7, "[Summary] [Assistant used 1 tool(s)]"),
+        ]
+    );
 }
 
 #[test]
@@ -247,8 +277,10 @@ fn level1_decides_the_same_with_results_remembered_from_earlier_calls() {
 }
 
 #[test]
-fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
-    // 40 messages: keep_recent 10 → boundary 30, which is a tool result whose call is at 29.
+fn level2_splits_a_tool_pair_at_the_keep_recent_boundary_as_phi_core_does() {
+    // 40 messages: keep_recent 10 → boundary 30, a tool result whose call is at 29. phi-core
+    // summarizes the call and keeps the result (compact_messages.rs: `boundary = len −
+    // keep_recent`, no tool-pair adjustment); the op says it is phi-core's own result.
     let mut msgs = turns(19, &"x".repeat(200));
     msgs.push(TestMsg::user("next"));
     let call = TestCall::new(msgs);
@@ -259,7 +291,54 @@ fn level2_keeps_a_tool_pair_whole_at_the_keep_recent_boundary() {
         .iter()
         .rfind(|o| matches!(o.kind, OpKind::Summarize { .. }))
         .unwrap();
-    assert_eq!(last.end, 29, "the pair 29/30 stays verbatim");
+    assert_eq!((last.start, last.end), (29, 30), "the result at 30 stays");
+    assert_eq!(last.scope, Scope::PersistentAsModelled);
+}
+
+#[test]
+fn system_messages_are_not_phi_core_messages() {
+    // phi-core holds the system prompt outside its messages (only system_prompt_tokens counts):
+    // a system message is neither estimated, nor counted by keep_first, nor dropped.
+    let mut msgs = vec![TestMsg::system(&"s".repeat(4000))];
+    msgs.extend((0..30).map(|i| TestMsg::user(&format!("{i:02} {}", "u".repeat(300)))));
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({}));
+    let d = call.decide(s.as_mut()).unwrap();
+    // 30 user messages as in level3_keeps_first_and_recent…: first 2 (positions 1, 2) stay.
+    assert_eq!(d.ops.len(), 1);
+    assert_eq!((d.ops[0].start, d.ops[0].end), (3, 21));
+}
+
+#[test]
+fn a_message_of_several_tool_results_is_several_phi_core_messages() {
+    // Estimate: each result is content + ceil(name/4) + 8 (token.rs estimate_message).
+    let mut m = TestMsg::tool_result("a", "read", "abcd");
+    m.tools.push(ctxlab_plugin_api::testing::TestTool {
+        id: "b".into(),
+        name: "grep".into(),
+        body: "efghijkl".into(),
+        is_result: true,
+        is_error: false,
+    });
+    m.text = "abcd\nefghijkl".into();
+    let call = TestCall::new(vec![m]);
+    let mut s = strategy(json!({"system_prompt_tokens": 0}));
+    let d = call.decide(s.as_mut()).unwrap();
+    assert_eq!(gauge(&d, "estimate"), ((1 + 1 + 8) + (2 + 1 + 8)) as f64);
+}
+
+#[test]
+fn the_trigger_fires_at_81000_estimated_tokens_not_at_80999() {
+    // run.rs (inline): headroom = 0.90 − 4,000/100,000 − est/100,000 < 0.05, in f64.
+    let msg = |est: u64| TestMsg::user(&"a".repeat(((est - 4) * 4) as usize));
+    let d = TestCall::new(vec![msg(80_999)])
+        .decide(strategy(json!({})).as_mut())
+        .unwrap();
+    assert!(codes(&d).is_empty(), "{:?}", d.events);
+    let d = TestCall::new(vec![msg(81_000)])
+        .decide(strategy(json!({})).as_mut())
+        .unwrap();
+    assert_eq!(codes(&d), vec!["compaction_nothing_to_do"]);
 }
 
 #[test]
@@ -473,16 +552,15 @@ fn export_writes_phi_core_sections_and_only_changed_keys() {
                             "input_per_million": 3.0}),
     );
     let text = s.export("toml").unwrap();
-    assert!(
-        text.contains("[compaction]\ncompact_at_pct = 0.8\n"),
-        "{text}"
-    );
+    assert!(text.contains("compact_at_pct = 0.8\n"), "{text}");
     assert!(text.contains("[execution]\nmax_turns = 20\n"), "{text}");
     assert!(
         text.contains("[provider.cost]\ninput_per_million = 3.0\n"),
         "{text}"
     );
-    assert!(!text.contains("max_context_tokens"), "{text}");
+    // Always written: without it phi-core builds no ContextConfig (builder.rs).
+    assert!(text.contains("\nmax_context_tokens = 100000\n"), "{text}");
+    assert!(text.contains("[ctxlab]\nkeep_recent = 6\n"), "{text}");
     assert!(
         text.contains("#   keep_recent: 6,"),
         "legacy field explained: {text}"
@@ -517,6 +595,38 @@ fn import_refuses_what_phi_core_cannot_deserialize() {
         )
         .unwrap();
     assert_eq!(v, json!({"max_context_tokens": 50000}));
+}
+
+#[test]
+fn export_refuses_values_phi_core_would_refuse_and_writes_whole_floats() {
+    let e = strategy(json!({"focus_message": "keep ${HOME} paths"}))
+        .export("yaml")
+        .unwrap_err();
+    assert!(
+        e.contains("${HOME}") && e.contains("environment variable"),
+        "{e}"
+    );
+    // "${" with no name or no closing brace passes through phi-core literally.
+    assert!(strategy(json!({"focus_message": "cost in ${} or ${x"}))
+        .export("toml")
+        .is_ok());
+    let e = strategy(json!({"max_total_tokens": u64::MAX}))
+        .export("toml")
+        .unwrap_err();
+    assert!(
+        e.contains("max_total_tokens") && e.contains("number too large"),
+        "{e}"
+    );
+    assert!(strategy(json!({"max_total_tokens": u64::MAX}))
+        .export("json")
+        .is_ok());
+    let t = strategy(json!({"compact_at_pct": 1, "input_per_million": 3}))
+        .export("toml")
+        .unwrap();
+    assert!(
+        t.contains("compact_at_pct = 1.0\n") && t.contains("input_per_million = 3.0\n"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -558,11 +668,7 @@ impl MiniHost {
         c
     }
     fn apply(&mut self, d: &Decision) {
-        let mut ops: Vec<&Op> = d
-            .ops
-            .iter()
-            .filter(|o| o.scope == Scope::Persistent)
-            .collect();
+        let mut ops: Vec<&Op> = d.ops.iter().filter(|o| o.scope.is_persistent()).collect();
         ops.sort_by_key(|o| o.start);
         for op in ops.into_iter().rev() {
             match &op.kind {
@@ -590,6 +696,23 @@ impl MiniHost {
                         for tool in &mut m.tools {
                             tool.body = s.clone();
                         }
+                        m.flags |= ctxlab_plugin_api::abi::FLAG_EDITED;
+                    }
+                }
+                OpKind::Mask { placeholder } => {
+                    for m in &mut self.msgs[op.start..op.end] {
+                        // ABI 1.1: NUL-separated parts are the results' own contents.
+                        let parts: Vec<&str> = placeholder.split('\0').collect();
+                        let mut k = 0;
+                        for tool in &mut m.tools {
+                            tool.body = if parts.len() > 1 && tool.is_result {
+                                k += 1;
+                                parts[k - 1].to_string()
+                            } else {
+                                placeholder.clone()
+                            };
+                        }
+                        m.text = parts.join("\n");
                         m.flags |= ctxlab_plugin_api::abi::FLAG_EDITED;
                     }
                 }

@@ -1,40 +1,121 @@
-//! `compact_messages` (src/context/compact_messages.rs): three levels tried in order, stopping at the
-//! first whose result fits `budget = max_context_tokens − system_prompt_tokens`. Each level works on
-//! the previous level's result; here that result is a list of items, each standing for a range of
-//! positions of the view, so the final list turns into ops over the view as the host gave it.
+//! `compact_messages` (phi-core 0.15.2 src/context/compact_messages.rs): three levels tried in
+//! order over phi-core's messages, stopping at the first whose estimate fits
+//! `budget = max_context_tokens − system_prompt_tokens`. The levels work on a list of phi-core
+//! messages (`Item`s), each either one of a host message's phi-core messages or a user message
+//! phi-core writes; `fates` then turns the final list into what happens to each host message.
 
-use crate::estimate::user_text_tokens;
+use crate::estimate::{text_tokens, user_text_tokens, Body, Shape, UnitKind};
 use crate::mirror::{Mirror, L1};
-use ctxlab_plugin_api::pairs::Cuts;
-use ctxlab_plugin_api::{Call, Role};
+use ctxlab_plugin_api::{Call, Msg};
 
-/// The host refuses decisions of more than 256 ops; a few are kept for drops around summaries.
-const MAX_TRUNCATIONS: usize = 240;
-/// Ops one decision may hold (the host's limit), less a margin for the drops `emit_ops` adds
-/// around the items (the trailing range and gaps before truncations).
-const MAX_EDITS: usize = 248;
+/// `truncate_text_head_tail`: the first N/2 and last N − N/2 lines (`str::lines`, so "\r\n" and
+/// a final newline go) joined by "\n", with `[... K lines truncated ...]` between; the text as it
+/// is when it has N lines or fewer.
+pub fn head_tail(text: &str, max_lines: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= max_lines {
+        return None;
+    }
+    let head = max_lines / 2;
+    let tail = max_lines - head;
+    let omitted = lines.len() - head - tail;
+    let mut out = lines[..head].join("\n");
+    out.push_str(&format!("\n\n[... {omitted} lines truncated ...]\n\n"));
+    out.push_str(&lines[lines.len() - tail..].join("\n"));
+    Some(out)
+}
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Trunc {
-    pub head: u64,
-    pub tail: u64,
-    pub marker: String,
+/// `level1_truncate_tool_outputs` on one host message: every text block of each of its
+/// `ToolResult`s cut on its own, whether or not that saves anything (phi-core always cuts, and
+/// re-cuts its own output). The new text, the same as the host's parts of a message of several
+/// results (NUL-separated, `OP_MASK` of ABI 1.1), and the estimates of its phi-core messages; or
+/// `None` when the text stays the same.
+pub fn level1(
+    m: &Msg<'_>,
+    shape: &Shape,
+    max_lines: usize,
+) -> Option<(String, Option<String>, Vec<u64>)> {
+    let Shape::Results { body, extra } = shape else {
+        return None;
+    };
+    let text = m.text();
+    let images = crate::estimate::image_tokens(m.images() as u64, m.image_bytes());
+    let results: Vec<_> = m.tools().filter(|t| t.is_result()).collect();
+    let name = |k: usize| results.get(k).map_or(0, |t| t.name().len());
+    let (new, parts, ests) = match body {
+        Body::Whole => {
+            let cut = head_tail(text, max_lines)?;
+            let mut ests = vec![text_tokens(cut.len()) + text_tokens(name(0)) + 8 + images];
+            for k in 1..results.len() {
+                ests.push(text_tokens(name(k)) + 8);
+            }
+            (cut, None, ests)
+        }
+        Body::Tools => {
+            let mut new = String::with_capacity(text.len());
+            let mut parts = String::with_capacity(text.len());
+            let mut ests = Vec::with_capacity(results.len() + 1);
+            for (k, t) in results.iter().enumerate() {
+                if k > 0 {
+                    new.push('\n');
+                    parts.push('\0');
+                }
+                let cut = head_tail(t.body(), max_lines);
+                let b = cut.as_deref().unwrap_or(t.body());
+                new.push_str(b);
+                parts.push_str(b);
+                ests.push(
+                    text_tokens(b.len())
+                        + text_tokens(name(k))
+                        + 8
+                        + if k == 0 { images } else { 0 },
+                );
+            }
+            if let Some(e) = extra {
+                new.push('\n');
+                new.push_str(&text[*e..]);
+                parts.push('\0');
+                parts.push_str(&text[*e..]);
+                ests.push(text_tokens(text.len() - e) + 4);
+            }
+            let several = ests.len() > 1;
+            (new, several.then_some(parts), ests)
+        }
+    };
+    (new != text).then_some((new, parts, ests))
+}
+
+/// The `[Summary] …` user message `level2_summarize_old_turns` writes for an assistant message:
+/// its text blocks of at most 200 bytes joined by " ", else `[Assistant used N tool(s)]`, else
+/// `[Assistant response]`.
+pub fn summary_text(m: &Msg<'_>, shape: &Shape) -> String {
+    let (prefix, calls) = match shape {
+        Shape::Assistant { prefix, calls } => (*prefix, *calls),
+        _ => (m.text().len(), 0),
+    };
+    if prefix > 0 && prefix <= 200 {
+        format!("[Summary] {}", &m.text()[..prefix])
+    } else if calls > 0 {
+        format!("[Summary] [Assistant used {calls} tool(s)]")
+    } else {
+        "[Summary] [Assistant response]".to_string()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
-    /// The message at `start`, possibly cut to head + tail lines by level 1.
-    Keep(Option<Trunc>),
-    /// A user message phi-core writes in place of the range (`[Summary] …`, `[Context compacted…]`).
-    Replace(String),
+pub enum What {
+    /// Phi-core message `unit` of the host message at `slot`.
+    Unit { slot: u32, unit: u32 },
+    /// The summary level 2 wrote for the assistant message at `slot`.
+    Summary { slot: u32, text: String },
+    /// A `[Context compacted: …]` marker of level 3.
+    Marker(String),
 }
 
 #[derive(Debug, Clone)]
 pub struct Item {
-    pub start: usize,
-    pub end: usize,
     pub est: u64,
-    pub kind: Kind,
+    pub what: What,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +135,7 @@ impl Level {
     }
 }
 
-/// One level that ran: its estimate before and after, and what it did in words.
+/// One level that ran: phi-core's estimate before and after it, and what it did in words.
 #[derive(Debug, Clone)]
 pub struct Step {
     pub level: Level,
@@ -72,88 +153,49 @@ pub struct Settings {
 }
 
 pub struct Outcome {
+    /// phi-core's messages after compaction.
     pub items: Vec<Item>,
     pub steps: Vec<Step>,
     pub after: u64,
-    /// Level-1 truncations left for a later call because of the host's op cap.
-    pub deferred_truncations: usize,
-    /// Old turns level 2 left verbatim for a later call because of the host's op cap.
-    pub deferred_summaries: usize,
+    /// Host messages level 1 cut (their slots' `L1::Cut` holds the new text).
+    pub cut: Vec<bool>,
 }
 
 fn total(items: &[Item]) -> u64 {
     items.iter().map(|i| i.est).sum()
 }
 
-/// `truncate_text_head_tail`: the first N/2 and last N − N/2 lines with a marker naming how many
-/// lines were left out; `None` when the text has N lines or fewer.
-pub fn head_tail(text: &str, max_lines: usize) -> Option<(Trunc, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= max_lines {
-        return None;
-    }
-    let head = max_lines / 2;
-    let tail = max_lines - head;
-    let omitted = lines.len() - head - tail;
-    let joined_chars = |ls: &[&str]| -> (u64, usize) {
-        let chars: usize = ls.iter().map(|l| l.chars().count()).sum::<usize>();
-        let bytes: usize = ls.iter().map(|l| l.len()).sum::<usize>();
-        let seps = ls.len().saturating_sub(1);
-        ((chars + seps) as u64, bytes + seps)
-    };
-    let (head_chars, head_bytes) = joined_chars(&lines[..head]);
-    let (tail_chars, tail_bytes) = joined_chars(&lines[lines.len() - tail..]);
-    let marker = format!("\n\n[... {omitted} lines truncated ...]\n\n");
-    let bytes = head_bytes + marker.len() + tail_bytes;
-    Some((
-        Trunc {
-            head: head_chars,
-            tail: tail_chars,
-            marker,
-        },
-        bytes,
-    ))
-}
-
-/// Runs the tiers on the call's view. `before` is phi-core's estimate of the messages; `mirror`
-/// holds each message's estimate and level-1 cut, in step with the view.
+/// Runs the levels on the mirrored context. `before` is phi-core's estimate of it.
 pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) -> Outcome {
     let mut steps = Vec::new();
-    let mut deferred = 0;
 
-    // Level 1: every tool output over the line limit keeps its head and tail.
-    let mut items: Vec<Item> = mirror
-        .slots
-        .iter()
-        .enumerate()
-        .map(|(i, slot)| Item {
-            start: i,
-            end: i + 1,
-            est: slot.est,
-            kind: Kind::Keep(None),
-        })
-        .collect();
-    let mut cut: Vec<(usize, Trunc, u64)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if !mirror.slots[i].tool_result {
+    // Level 1: every tool result's text cut to its head and tail lines.
+    let mut items: Vec<Item> = Vec::with_capacity(mirror.slots.len());
+    let mut cut = vec![false; mirror.slots.len()];
+    let mut l1_count = 0;
+    for i in 0..mirror.slots.len() {
+        if mirror.slots[i].units.is_empty() {
             continue;
         }
-        if let L1::Cut { trunc, est } = mirror.l1(call, i, s.tool_output_max_lines) {
-            if *est < item.est {
-                cut.push((i, trunc.clone(), *est));
-            }
+        let cut_units = match mirror.l1(call, i, s.tool_output_max_lines) {
+            L1::Cut { units, .. } => Some(units.clone()),
+            _ => None,
+        };
+        let slot = &mirror.slots[i];
+        if let Some(u) = &cut_units {
+            cut[i] = true;
+            l1_count += 1;
+            debug_assert_eq!(u.len(), slot.units.len());
         }
-    }
-    if cut.len() > MAX_TRUNCATIONS {
-        // Keep the truncations that save the most; the rest are still long at the next call.
-        cut.sort_by_key(|(i, _, est)| std::cmp::Reverse(items[*i].est - est));
-        deferred = cut.len() - MAX_TRUNCATIONS;
-        cut.truncate(MAX_TRUNCATIONS);
-    }
-    let l1_count = cut.len();
-    for (i, t, est) in cut {
-        items[i].est = est;
-        items[i].kind = Kind::Keep(Some(t));
+        for (k, unit) in slot.units.iter().enumerate() {
+            items.push(Item {
+                est: cut_units.as_ref().map_or(unit.est, |u| u[k]),
+                what: What::Unit {
+                    slot: i as u32,
+                    unit: k as u32,
+                },
+            });
+        }
     }
     let after1 = total(&items);
     steps.push(Step {
@@ -162,7 +204,7 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) 
         after: after1,
         changed: l1_count > 0,
         what: format!(
-            "{l1_count} tool output(s) over {} lines cut to their first {} and last {} lines",
+            "{l1_count} message(s) of tool output over {} lines cut to their first {} and last {} lines",
             s.tool_output_max_lines,
             s.tool_output_max_lines / 2,
             s.tool_output_max_lines - s.tool_output_max_lines / 2
@@ -173,77 +215,49 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) 
             items,
             steps,
             after: after1,
-            deferred_truncations: deferred,
-            deferred_summaries: 0,
+            cut,
         };
     }
 
-    let cuts = Cuts::of(call);
-
-    // Level 2: before the last keep_recent messages, each assistant turn becomes a one-line user
-    // summary and its tool results go; user messages stay (they carry the intent).
-    let len = call.len();
-    let mut l2 = 0;
-    // Each summary and each gap (a dropped orphan) is one op beside level 1's truncations; the
-    // turns past the host's limit stay verbatim until a later call (phi-core fires again while the
-    // estimate is over the budget).
-    let mut edits = l1_count;
-    let mut deferred_summaries = 0;
+    // Level 2: before the last keep_recent messages, each assistant message becomes a `[Summary]`
+    // user message and the tool results right after it go; other tool results there go too; user
+    // messages stay.
+    let kind = |it: &Item| match it.what {
+        What::Unit { slot, unit } => Some(mirror.slots[slot as usize].units[unit as usize].kind),
+        _ => None,
+    };
+    let len = items.len();
+    let mut summaries = 0;
+    let mut l2_changed = false;
     if len > s.keep_recent {
-        // The boundary moves back to a cut that does not split a tool pair (keeps a little more).
-        let boundary = cuts.at_or_before(len - s.keep_recent);
+        let boundary = len - s.keep_recent;
         let mut out: Vec<Item> = Vec::with_capacity(len);
         let mut i = 0;
         while i < boundary {
-            let m = call.msg(i);
-            if edits >= MAX_EDITS {
-                deferred_summaries = (i..boundary)
-                    .filter(|&k| call.msg(k).role() == Role::Assistant)
-                    .count();
-                out.extend(items[i..boundary].iter().cloned());
-                break;
-            }
-            if m.role() == Role::Assistant {
-                let mut j = i + 1;
-                while j < boundary && mirror.slots[j].tool_result {
-                    j += 1;
-                }
-                let j = cuts.at_or_after(j).min(boundary);
-                let calls = m.tools().filter(|t| !t.is_result()).count();
-                let summary = if calls > 0 {
-                    format!("[Summary] [Assistant used {calls} tool(s)]")
-                } else if m.text().len() <= 200 && !m.text().is_empty() {
-                    format!("[Summary] {}", m.text())
-                } else {
-                    "[Summary] [Assistant response]".to_string()
-                };
-                let replaced = call.tokens_in(i..j);
-                let est = user_text_tokens(&summary);
-                // The host refuses a summary larger than what it replaces; a short reply whose
-                // summary is its own text plus "[Summary] " stays as it is.
-                if replaced > est + 8 {
+            match (kind(&items[i]), &items[i].what) {
+                (Some(UnitKind::Assistant), What::Unit { slot, .. }) => {
+                    let slot = *slot;
+                    let text =
+                        summary_text(&call.msg(slot as usize), &mirror.slots[slot as usize].shape);
                     out.push(Item {
-                        start: i,
-                        end: j,
-                        est,
-                        kind: Kind::Replace(summary),
+                        est: user_text_tokens(&text),
+                        what: What::Summary { slot, text },
                     });
-                    l2 += 1;
-                    edits += 1;
-                } else {
-                    out.extend(items[i..j].iter().cloned());
+                    summaries += 1;
+                    i += 1;
+                    while i < boundary && kind(&items[i]) == Some(UnitKind::ToolResult) {
+                        i += 1;
+                    }
                 }
-                i = j;
-            } else if mirror.slots[i].tool_result {
-                // An orphaned result in the old part is dropped (a gap in the item list).
-                i = cuts.at_or_after(i + 1).min(boundary).max(i + 1);
-                edits += 1;
-            } else {
-                out.push(items[i].clone());
-                i += 1;
+                (Some(UnitKind::ToolResult), _) => i += 1,
+                _ => {
+                    out.push(items[i].clone());
+                    i += 1;
+                }
             }
         }
-        out.extend(items[boundary..].iter().cloned());
+        l2_changed = summaries > 0 || out.len() != boundary;
+        out.extend_from_slice(&items[boundary..]);
         items = out;
     }
     let after2 = total(&items);
@@ -251,60 +265,54 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) 
         level: Level::SummarizeOldTurns,
         before: after1,
         after: after2,
-        changed: after2 != after1,
+        changed: l2_changed,
         what: format!(
-            "{l2} assistant turn(s) older than the last {} messages became one-line summaries",
+            "{summaries} assistant message(s) older than the last {} messages became [Summary] messages",
             s.keep_recent
         ),
     });
-    if after2 <= s.budget || deferred_summaries > 0 {
+    if after2 <= s.budget {
         return Outcome {
             items,
             steps,
             after: after2,
-            deferred_truncations: deferred,
-            deferred_summaries,
+            cut,
         };
     }
 
-    // Level 3: keep keep_first and keep_recent, drop the middle behind a marker.
+    // Level 3: keep keep_first and keep_recent, a marker for the middle; if that is still over
+    // the budget (or the ends overlap), only the newest messages that fit, behind a marker.
     let n = items.len();
-    let safe = |it: &[Item], k: usize| k == it.len() || cuts.is_safe(it[k].start);
-    let mut first_end = s.keep_first.min(n);
-    while first_end > 0 && !safe(&items, first_end) {
-        first_end -= 1;
-    }
-    let mut recent_start = n.saturating_sub(s.keep_recent);
-    while recent_start > first_end && !safe(&items, recent_start) {
-        recent_start -= 1;
-    }
+    let first_end = s.keep_first.min(n);
+    let recent_start = n.saturating_sub(s.keep_recent);
     let what;
     if first_end >= recent_start {
-        let (kept, removed) = keep_within_budget(&mut items, s.budget, &cuts, len);
-        what =
-            format!("too few messages to split: kept the last {kept} that fit, {removed} removed");
+        let removed = keep_within_budget(&mut items, s.budget);
+        what = format!(
+            "too few messages to split: kept the last {} that fit, {removed} removed",
+            items.len() - usize::from(removed > 0)
+        );
     } else {
         let removed = recent_start - first_end;
         let text = format!("[Context compacted: {removed} messages removed to fit context window]");
         let marker = Item {
-            start: items[first_end].start,
-            end: items[recent_start].start,
             est: user_text_tokens(&text),
-            kind: Kind::Replace(text),
+            what: What::Marker(text),
         };
-        let mut out: Vec<Item> = items[..first_end].to_vec();
-        out.push(marker);
-        out.extend(items[recent_start..].iter().cloned());
-        items = out;
+        let tail = items.split_off(recent_start);
+        items.truncate(first_end);
+        items.push(marker);
+        items.extend(tail);
         if total(&items) > s.budget {
-            let (kept, more) = keep_within_budget(&mut items, s.budget, &cuts, len);
+            let more = keep_within_budget(&mut items, s.budget);
             what = format!(
-                "{removed} middle messages removed; still over budget, kept the last {kept} that fit ({more} more removed)"
+                "{removed} middle messages removed; still over budget, kept the last {} that fit ({more} more removed)",
+                items.len() - usize::from(more > 0)
             );
         } else {
             what = format!(
                 "kept the first {first_end} and last {} messages, {removed} removed",
-                items.len() - first_end - 1
+                n - recent_start
             );
         }
     }
@@ -320,44 +328,100 @@ pub fn compact(call: &Call<'_>, s: &Settings, before: u64, mirror: &mut Mirror) 
         items,
         steps,
         after: after3,
-        deferred_truncations: deferred,
-        deferred_summaries: 0,
+        cut,
     }
 }
 
-/// `keep_within_budget_with_counter`: keep the newest items that fit, behind a marker.
-/// Returns (items kept, items removed).
-fn keep_within_budget(
-    items: &mut Vec<Item>,
-    budget: u64,
-    cuts: &Cuts,
-    len: usize,
-) -> (usize, usize) {
+/// `keep_within_budget_with_counter`: the newest messages whose estimates fit the budget, behind
+/// `[Context compacted: N messages removed]` when any were removed. Returns N.
+fn keep_within_budget(items: &mut Vec<Item>, budget: u64) -> usize {
     let mut remaining = budget;
     let mut k = items.len();
     while k > 0 && items[k - 1].est <= remaining {
         remaining -= items[k - 1].est;
         k -= 1;
     }
-    // Cut forward to a safe point: dropping one more message beats an orphaned tool result.
-    while k < items.len() && !cuts.is_safe(items[k].start) {
-        k += 1;
-    }
     if k == 0 {
-        return (items.len(), 0);
+        return 0;
     }
     let text = format!("[Context compacted: {k} messages removed]");
-    let end = items.get(k).map(|i| i.start).unwrap_or(len);
-    let marker = Item {
-        start: 0,
-        end,
-        est: user_text_tokens(&text),
-        kind: Kind::Replace(text),
+    items.drain(..k);
+    items.insert(
+        0,
+        Item {
+            est: user_text_tokens(&text),
+            what: What::Marker(text),
+        },
+    );
+    k
+}
+
+/// What happens to one host message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fate {
+    /// Stays (with level 1's cut when its slot is marked cut).
+    Keep,
+    Drop,
+    /// Replaced by a user message with this text (a summary or a marker).
+    Replace(String),
+}
+
+/// Turns phi-core's resulting messages into a fate per host message. A host message some of
+/// whose phi-core messages phi-core keeps and some it drops (a message of several tool results
+/// cut by a boundary) is kept whole; a marker with no dropped host message to stand in for is
+/// left out. Returns the fates and how many of each such approximation were made.
+pub fn fates(items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize, usize) {
+    let n = mirror.slots.len();
+    let mut kept = vec![0u32; n];
+    let mut fate: Vec<Fate> = mirror
+        .slots
+        .iter()
+        .map(|s| {
+            if s.units.is_empty() {
+                Fate::Keep
+            } else {
+                Fate::Drop
+            }
+        })
+        .collect();
+    for it in items {
+        match &it.what {
+            What::Unit { slot, .. } => kept[*slot as usize] += 1,
+            What::Summary { slot, text } => fate[*slot as usize] = Fate::Replace(text.clone()),
+            What::Marker(_) => {}
+        }
+    }
+    let mut partial = 0;
+    for i in 0..n {
+        if kept[i] > 0 {
+            if (kept[i] as usize) < mirror.slots[i].units.len() {
+                partial += 1;
+            }
+            fate[i] = Fate::Keep;
+        }
+    }
+    // A marker stands in for the first dropped host message between the items around it.
+    let slot_of = |it: &Item| match &it.what {
+        What::Unit { slot, .. } | What::Summary { slot, .. } => Some(*slot as usize),
+        What::Marker(_) => None,
     };
-    let kept: Vec<Item> = items.drain(k..).collect();
-    items.clear();
-    items.push(marker);
-    let n = kept.len();
-    items.extend(kept);
-    (n, k)
+    let mut unplaced = 0;
+    let mut from = 0usize;
+    for (p, it) in items.iter().enumerate() {
+        match (&it.what, slot_of(it)) {
+            (_, Some(slot)) => from = slot + 1,
+            (What::Marker(text), None) => {
+                let to = items[p + 1..].iter().find_map(slot_of).unwrap_or(n);
+                match (from..to).find(|&j| fate[j] == Fate::Drop) {
+                    Some(j) => {
+                        fate[j] = Fate::Replace(text.clone());
+                        from = j + 1;
+                    }
+                    None => unplaced += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+    (fate, partial, unplaced)
 }
