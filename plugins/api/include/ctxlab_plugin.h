@@ -156,8 +156,8 @@ typedef struct ctxlab_call {
 #define CTXLAB_OP_UNPIN 6u
 /* ABI 1.2: the drops and summaries that follow inside [start, end) may separate a tool call from
  * its result (a modelled system that keeps orphan results); each separated pair is counted in the
- * run's split tool pairs. A literal summary there may be larger than what it replaces (phi-core's
- * "[Summary] <short reply>"). Changes nothing itself. */
+ * run's split tool pairs. ABI 1.4: a literal summary there may be larger than what it replaces
+ * (phi-core's "[Summary] <short reply>"). Changes nothing itself. */
 #define CTXLAB_OP_ALLOW_SPLIT 7u
 
 /* Op scopes. */

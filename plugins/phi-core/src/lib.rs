@@ -224,7 +224,7 @@ fn headroom(compact_at_pct: f64, system_prompt_tokens: u64, max: u64, estimated:
 /// message replaced by phi-core's user message (with the dropped ones after it) is a literal
 /// summary, a cut tool output is a head/tail truncation when the host's cut gives phi-core's text,
 /// else its text replaced whole. Drops and summaries are applied as phi-core makes them
-/// (`Scope::PersistentAsModelled`): phi-core's level 2 and 3 boundaries may separate a tool call
+/// (one `AllowSplit` over the context first): phi-core's level 2 and 3 boundaries may separate a tool call
 /// from its results, and `[Summary] <short reply>` is larger than the reply. The mirror takes the
 /// layout the host will hold once the ops are applied.
 fn emit_ops(
@@ -234,7 +234,10 @@ fn emit_ops(
     out: &mut Decision,
     mirror: &mut Mirror,
 ) {
-    let scope = Scope::PersistentAsModelled;
+    let scope = Scope::Persistent;
+    if fates.iter().any(|f| *f != Fate::Keep) {
+        out.op(OpKind::AllowSplit, scope, 0..fates.len());
+    }
     let mut layout: Vec<Slot> = Vec::with_capacity(fates.len());
     let mut dirty: Vec<usize> = Vec::new();
     let mut i = 0;

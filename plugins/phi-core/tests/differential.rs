@@ -129,7 +129,7 @@ fn apply(view: &[VMsg], ops: &[Op]) -> Vec<VMsg> {
                     }
                 }
             }
-            OpKind::Pin | OpKind::Unpin => {}
+            OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => {}
         }
     }
     out
