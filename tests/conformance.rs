@@ -78,7 +78,7 @@ fn samples() -> Vec<(String, ctxlab::model::Session)> {
 }
 
 /// Strategies whose modelled system separates tool calls from their results (docs/strategies).
-const SPLITS_AS_MODELLED: &[&str] = &["phi-core.context"];
+const SPLITS_AS_MODELLED: &[&str] = &["phi-core.context", "fim-one.context-guard"];
 
 #[test]
 fn every_built_strategy_replays_every_sample_cleanly() {

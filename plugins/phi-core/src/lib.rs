@@ -181,7 +181,7 @@ impl Strategy for PhiCore {
                 step.after + sys,
             );
         }
-        let (fates, partial, unplaced) = tiers::fates(&outcome.items, &state.mirror);
+        let (fates, partial, unplaced) = tiers::fates(call, &outcome.items, &state.mirror);
         if partial + unplaced > 0 {
             out.event(
                 EventKind::Note,

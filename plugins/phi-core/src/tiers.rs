@@ -28,7 +28,7 @@ pub fn head_tail(text: &str, max_lines: usize) -> Option<String> {
 /// `level1_truncate_tool_outputs` on one host message: every text block of each of its
 /// `ToolResult`s cut on its own, whether or not that saves anything (phi-core always cuts, and
 /// re-cuts its own output). The new text, the same as the host's parts of a message of several
-/// results (NUL-separated, `OP_MASK` of ABI 1.1), and the estimates of its phi-core messages; or
+/// results (NUL-separated, `OP_MASK` of ABI 1.4), and the estimates of its phi-core messages; or
 /// `None` when the text stays the same.
 pub fn level1(
     m: &Msg<'_>,
@@ -368,11 +368,15 @@ pub enum Fate {
 
 /// Turns phi-core's resulting messages into a fate per host message. A host message some of
 /// whose phi-core messages phi-core keeps and some it drops (a message of several tool results
-/// cut by a boundary) is kept whole; a marker with no dropped host message to stand in for is
+/// cut by a boundary) is kept whole, except that one whose results all go and whose trailing user
+/// text stays becomes that text; a marker with no dropped host message to stand in for is
 /// left out. Returns the fates and how many of each such approximation were made.
-pub fn fates(items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize, usize) {
+pub fn fates(call: &Call<'_>, items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize, usize) {
     let n = mirror.slots.len();
     let mut kept = vec![0u32; n];
+    // The user text after a message's tool results, kept while its results go (phi-core keeps
+    // user messages): the message becomes that text alone.
+    let mut kept_rest = vec![false; n];
     let mut fate: Vec<Fate> = mirror
         .slots
         .iter()
@@ -386,13 +390,25 @@ pub fn fates(items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize, usize) {
         .collect();
     for it in items {
         match &it.what {
-            What::Unit { slot, .. } => kept[*slot as usize] += 1,
+            What::Unit { slot, unit } => {
+                let s = &mirror.slots[*slot as usize];
+                kept[*slot as usize] += 1;
+                if let Shape::Results { extra: Some(_), .. } = s.shape {
+                    kept_rest[*slot as usize] |= *unit as usize + 1 == s.units.len();
+                }
+            }
             What::Summary { slot, text } => fate[*slot as usize] = Fate::Replace(text.clone()),
             What::Marker(_) => {}
         }
     }
     let mut partial = 0;
     for i in 0..n {
+        if kept[i] == 1 && kept_rest[i] {
+            if let Shape::Results { extra: Some(e), .. } = mirror.slots[i].shape {
+                fate[i] = Fate::Replace(call.msg(i).text()[e..].to_string());
+                continue;
+            }
+        }
         if kept[i] > 0 {
             if (kept[i] as usize) < mirror.slots[i].units.len() {
                 partial += 1;

@@ -585,12 +585,15 @@ fn corpus() -> Vec<(String, ctxlab::model::Session)> {
     files(&real, &mut paths);
     files(&root().join("samples"), &mut paths);
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for p in paths {
         let Ok(sessions) = ctxlab::formats::load(&p) else {
             continue;
         };
         for s in sessions {
-            if !s.usage_only && !s.calls.is_empty() {
+            // A log of several files (a Cline task folder) loads from each: once is enough.
+            if !s.usage_only && !s.calls.is_empty() && seen.insert((s.id.clone(), s.messages.len()))
+            {
                 let name = p.strip_prefix(root()).unwrap_or(&p).display().to_string();
                 out.push((format!("{name} [{}]", s.id), s));
             }
@@ -616,6 +619,9 @@ fn set(extra: Value) -> Value {
 fn the_strategy_decides_as_phi_core_0_15_2_on_every_real_log_and_sample() {
     let sessions = corpus();
     eprintln!("{} sessions", sessions.len());
+    for (log, s) in &sessions {
+        eprintln!("  {log}: {} calls", s.calls.len());
+    }
     assert!(
         sessions.len() >= 20,
         "only {} logs loaded from ../shared/real-logs and samples",
