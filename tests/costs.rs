@@ -324,3 +324,42 @@ fn every_model_in_the_real_logs_is_priced_or_listed_as_unpriced() {
     }
     eprintln!("models in the real logs: {named:?}\nunpriced: {unpriced:?}");
 }
+
+#[test]
+fn ctxlab_prices_match_the_cost_the_tools_recorded_within_2_percent() {
+    // Cline's api_req_started.cost, OpenCode's step-finish cost and pi's usage.cost against
+    // ctxlab's prices of the same calls' recorded usage. (No real Claude Code log here carries
+    // costUSD, and the Codex, Gemini CLI and Copilot logs record no cost.)
+    for (rel, model, calls) in [
+        ("cline_xray/ui_messages.json", "claude-opus-4-6", 53),
+        (
+            "cline_online-card-architecture/exported_task_1769064454592",
+            "claude-opus-4-5-20251101",
+            36,
+        ),
+        (
+            "opencode_pfm-categorization/opencode-session.json",
+            "claude-sonnet-5",
+            21,
+        ),
+        ("pi-agent_pi-mono/session.jsonl", "claude-opus-4-5", 214),
+    ] {
+        let s = load(rel);
+        assert_eq!(replay::session_model(&s), Some(model), "{rel}");
+        let opts = ReplayOptions::new(ctxlab::tokens::counter("heuristic").unwrap());
+        let run = replay::run(&s, StrategySpec::Recorded, &opts).unwrap();
+        let r = run.recorded.expect("recorded usage");
+        assert_eq!(
+            r.tool_cost_calls, calls,
+            "{rel}: calls with a recorded cost"
+        );
+        let d = r.tool_cost_difference().unwrap();
+        assert!(
+            d.abs() <= 0.02,
+            "{rel}: ctxlab ${:.4} vs the tool's ${:.4} ({:+.2} %)",
+            r.cost_usd_on_tool_calls,
+            r.tool_cost_usd,
+            d * 100.0
+        );
+    }
+}

@@ -203,6 +203,18 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
     } else if let Some(r) = &run.recorded {
         row("recorded input tokens", fmt_tokens(r.input_tokens));
         row("recorded cost", usd(r.cost_usd));
+        if let Some(d) = r.tool_cost_difference() {
+            row(
+                "cost the tool recorded",
+                format!(
+                    "{} on {} calls; ctxlab's prices give {} on them ({:+.1} %)",
+                    usd(r.tool_cost_usd),
+                    fmt_tokens(r.tool_cost_calls),
+                    usd(r.cost_usd_on_tool_calls),
+                    d * 100.0
+                ),
+            );
+        }
         row(
             "cache reads: recorded / predicted",
             format!(

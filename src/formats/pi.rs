@@ -104,6 +104,15 @@ struct PiUsage {
     cache_read: Count,
     #[serde(rename = "cacheWrite", default)]
     cache_write: Count,
+    /// pi's own price of the call (`{input, output, cacheRead, cacheWrite, total}`, USD).
+    #[serde(default)]
+    cost: Option<PiCost>,
+}
+
+#[derive(Deserialize)]
+struct PiCost {
+    #[serde(default)]
+    total: Option<f64>,
 }
 
 struct Sink {
@@ -163,6 +172,12 @@ impl Sink {
             }
             "assistant" => {
                 let parts = parts_of(m.content);
+                let tool_cost = m
+                    .usage
+                    .as_ref()
+                    .and_then(|u| u.cost.as_ref())
+                    .and_then(|c| c.total)
+                    .filter(|c| c.is_finite() && *c > 0.0);
                 let usage = m.usage.map(|u| Usage {
                     input: u.input.get(),
                     output: u.output.get(),
@@ -187,6 +202,12 @@ impl Sink {
                     request_id: m.response_id.0,
                     source: pos,
                 });
+                if let Some(usd) = tool_cost {
+                    self.s.recorded_costs.push(RecordedCost {
+                        call: self.s.calls.len() - 1,
+                        usd,
+                    });
+                }
             }
             "toolResult" => {
                 let mut text = String::new();

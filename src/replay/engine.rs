@@ -98,6 +98,8 @@ pub(crate) struct Engine<'s, 'o> {
     gauges: std::collections::BTreeMap<String, Vec<GaugePoint>>,
     /// Prices of every model name the session's calls and agents give (`None`: unpriced).
     prices: std::collections::HashMap<&'s str, Option<Price>>,
+    /// What the tool itself recorded as each call's cost (`Session::recorded_costs`), by call.
+    tool_costs: std::collections::HashMap<usize, f64>,
     steps: Vec<Step>,
     /// Per call measured: the known tokens (recorded units) of the context it sent.
     known: Vec<u64>,
@@ -163,6 +165,11 @@ impl<'s, 'o> Engine<'s, 'o> {
             events: Vec::new(),
             gauges: Default::default(),
             prices,
+            tool_costs: session
+                .recorded_costs
+                .iter()
+                .map(|c| (c.call, c.usd))
+                .collect(),
             steps: Vec::new(),
             known: Vec::with_capacity(session.calls.len()),
         }
@@ -591,8 +598,13 @@ impl<'s, 'o> Engine<'s, 'o> {
             recalled_upper: upper,
         };
         s.cost_usd = Tally::call_cost(price.as_ref().ok(), &s, self.opts.cache_ttl);
-        self.tally
-            .call(&s, price.as_ref().map_err(|m| *m), self.opts.cache_ttl);
+        let tool_cost = self.tool_costs.get(&ci).copied();
+        self.tally.call(
+            &s,
+            price.as_ref().map_err(|m| *m),
+            self.opts.cache_ttl,
+            tool_cost,
+        );
         st.prev_input = input;
         st.prev_raw = raw;
         st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());

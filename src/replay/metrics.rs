@@ -190,6 +190,24 @@ pub struct RecordedMetrics {
     /// Replayed input tokens vs recorded context tokens: mean and p95 absolute % error.
     pub input_mean_ape: f64,
     pub input_p95_ape: f64,
+    /// The tool's own cost where the log records it (`Session::recorded_costs`: Cline, OpenCode,
+    /// pi), on the priced calls that carry one; `cost_usd_on_tool_calls` is ctxlab's price of the
+    /// recorded usage of the same calls, for the cross-check.
+    #[serde(default)]
+    pub tool_cost_calls: u64,
+    #[serde(default)]
+    pub tool_cost_usd: f64,
+    #[serde(default)]
+    pub cost_usd_on_tool_calls: f64,
+}
+
+impl RecordedMetrics {
+    /// ctxlab's price of the recorded usage against the tool's own, on the calls that record one:
+    /// `(ctxlab − tool) / tool`; `None` when no priced call records a cost.
+    pub fn tool_cost_difference(&self) -> Option<f64> {
+        (self.tool_cost_calls > 0 && self.tool_cost_usd > 0.0)
+            .then(|| (self.cost_usd_on_tool_calls - self.tool_cost_usd) / self.tool_cost_usd)
+    }
 }
 
 /// The prompt-cache model for one call: the prefix unchanged since the agent's previous call is
@@ -220,12 +238,14 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    /// Tallies a call; `price` is its model's prices, or the model's name when it has none.
+    /// Tallies a call; `price` is its model's prices, or the model's name when it has none;
+    /// `tool_cost` what the tool itself recorded as the call's cost.
     pub(crate) fn call(
         &mut self,
         s: &Sample,
         price: std::result::Result<&Price, &str>,
         ttl: CacheTtl,
+        tool_cost: Option<f64>,
     ) {
         let m = &mut self.m;
         m.calls += 1;
@@ -262,13 +282,19 @@ impl Tally {
             r.peak_context = r.peak_context.max(ctx);
             r.predicted_cache_read_tokens += s.cache_read;
             if let Some(p) = price {
-                r.cost_usd += p.cost(
+                let usd = p.cost(
                     u.input,
                     u.cache_read,
                     u.cache_write_5m,
                     u.output,
                     CacheTtl::FiveMinutes,
                 ) + p.cost(0, 0, u.cache_write_1h, 0, CacheTtl::OneHour);
+                r.cost_usd += usd;
+                if let Some(t) = tool_cost {
+                    r.tool_cost_calls += 1;
+                    r.tool_cost_usd += t;
+                    r.cost_usd_on_tool_calls += usd;
+                }
             }
             if ctx > 0 {
                 self.apes
