@@ -7,15 +7,14 @@
 //! turn starts; a token_count whose running total did not move is that repetition, not a call.
 
 use std::borrow::Cow;
-use std::io::BufRead;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::de::{data_url_image, Count, LenientStr, StrOrBlocks};
-use super::follow::LiveLog;
-use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::follow::{new_session, JsonlLive, SessionSink};
+use super::lines::JsonSink;
 use super::time::parse_ms;
 use crate::model::*;
 use crate::Result;
@@ -168,7 +167,7 @@ impl TokenUsage {
     }
 }
 
-struct Sink {
+pub(crate) struct Sink {
     s: Session,
     model: Option<String>,
     /// The assistant message the current response is filling, if its items are still arriving.
@@ -591,93 +590,60 @@ pub fn read(path: &Path) -> Result<Session> {
 }
 
 /// A rollout being read, kept between reads so that `formats::follow` can feed appended lines.
-pub(crate) struct Live {
-    sink: Sink,
-    hasher: blake3::Hasher,
-    stem: String,
-    /// `finish` closed a response still waiting for its token_count with a call without usage.
-    provisional: bool,
-    /// `finish` named the session after the file.
-    id_from_stem: bool,
-}
+pub(crate) type Live = JsonlLive<Sink>;
 
 impl Live {
     pub(crate) fn new(path: &Path) -> Self {
-        let mut s = Session::default();
-        s.source.format = ID.into();
-        s.source.files.push(path.display().to_string());
+        let mut s = new_session(path, ID);
         s.agent_index("main");
-        Live {
-            sink: Sink {
-                s,
-                model: None,
-                open_reply: None,
-                pending_reply: None,
-                last_total: None,
-                last_context: None,
-                calls_at_last_compaction: None,
-                web_searches: 0,
-            },
-            hasher: blake3::Hasher::new(),
-            stem: path
-                .file_stem()
-                .map(|x| x.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            provisional: false,
-            id_from_stem: false,
-        }
+        let sink = Sink {
+            s,
+            model: None,
+            open_reply: None,
+            pending_reply: None,
+            last_total: None,
+            last_context: None,
+            calls_at_last_compaction: None,
+            web_searches: 0,
+        };
+        JsonlLive::start(
+            path,
+            sink,
+            "a Codex rollout line {timestamp, type, payload}",
+        )
     }
 }
 
-impl LiveLog for Live {
-    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> std::io::Result<u32> {
-        let mut lines = LineReader::resume(input, &mut self.hasher, line);
-        read_jsonl(
-            &mut lines,
-            0,
-            "a Codex rollout line {timestamp, type, payload}",
-            &mut self.sink,
-        )?;
-        self.sink.s.source.bytes += lines.bytes();
-        Ok(lines.line_no())
+impl SessionSink for Sink {
+    fn session(&self) -> &Session {
+        &self.s
+    }
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.s
     }
 
-    fn finish(&mut self) -> Result<()> {
-        let s = &mut self.sink.s;
-        if let Some(reply) = self.sink.pending_reply {
-            // The last response has no token_count (yet, or ever: an interrupted run): a call
-            // without usage.
-            s.calls.push(Call {
-                agent: 0,
-                context_end: reply,
-                reply: Some(reply),
-                usage: None,
-                model: self.sink.model.clone(),
-                timestamp: s.messages[reply].timestamp,
-                request_id: None,
-                source: s.messages[reply].source,
-            });
-            self.provisional = true;
-        }
-        if s.id.is_empty() {
-            s.id = self.stem.clone();
-            self.id_from_stem = true;
-        }
-        s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
-        Ok(())
+    /// The last response has no token_count (yet, or ever: an interrupted run): a provisional
+    /// call without usage, taken back when more lines arrive.
+    fn finish(&mut self) -> bool {
+        let Some(reply) = self.pending_reply else {
+            return false;
+        };
+        let s = &mut self.s;
+        s.calls.push(Call {
+            agent: 0,
+            context_end: reply,
+            reply: Some(reply),
+            usage: None,
+            model: self.model.clone(),
+            timestamp: s.messages[reply].timestamp,
+            request_id: None,
+            source: s.messages[reply].source,
+        });
+        true
     }
 
     fn unfinish(&mut self) {
-        if std::mem::take(&mut self.provisional) {
-            self.sink.s.calls.pop();
-        }
-        if std::mem::take(&mut self.id_from_stem) {
-            self.sink.s.id.clear();
-        }
-    }
-
-    fn session(&self) -> &Session {
-        &self.sink.s
+        self.s.calls.pop();
     }
 }
 

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::{claude_code, codex, detect, fuseraft, native, pi, FORMATS};
 use crate::model::{Agent, AgentIdx, MsgIdx, RecordedCompaction, Session, Usage, Warning};
 use crate::{Error, Result};
@@ -52,6 +53,93 @@ pub(crate) trait LiveLog: Send {
     /// registered as its source files: their `Source::files` index and path.
     fn discover(&mut self) -> Vec<(usize, PathBuf)> {
         Vec::new()
+    }
+}
+
+/// The sink of a JSON-lines reader whose log the shared frame [`JsonlLive`] reads: it holds the
+/// session, and may complete it at `finish` (e.g. a response still waiting for its usage).
+pub(crate) trait SessionSink: JsonSink + Send {
+    fn session(&self) -> &Session;
+    fn session_mut(&mut self) -> &mut Session;
+    /// Adds what only the end of the reading so far can tell; true when something was added
+    /// that [`SessionSink::unfinish`] must take back before more lines are fed.
+    fn finish(&mut self) -> bool {
+        false
+    }
+    fn unfinish(&mut self) {}
+}
+
+/// One JSON-lines log being read (Codex, pi, fuseraft snapshots), kept between reads so that
+/// following can feed appended lines: the reader's sink, the hash of what was read, and the file
+/// stem that names a session whose log never says its id.
+pub(crate) struct JsonlLive<S> {
+    pub(crate) sink: S,
+    hasher: blake3::Hasher,
+    stem: String,
+    /// Names the expected entry in warnings ("a pi session entry (JSON object)").
+    what: &'static str,
+    /// `finish` named the session after the file (a later line may still name it).
+    id_from_stem: bool,
+    /// `finish` added something to the session that `unfinish` takes back.
+    sink_finished: bool,
+}
+
+/// An empty session of `format` read from `path`.
+pub(crate) fn new_session(path: &Path, format: &str) -> Session {
+    let mut s = Session::default();
+    s.source.format = format.into();
+    s.source.files.push(path.display().to_string());
+    s
+}
+
+impl<S: SessionSink> JsonlLive<S> {
+    pub(crate) fn start(path: &Path, sink: S, what: &'static str) -> Self {
+        JsonlLive {
+            sink,
+            hasher: blake3::Hasher::new(),
+            stem: path
+                .file_stem()
+                .map(|x| x.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            what,
+            id_from_stem: false,
+            sink_finished: false,
+        }
+    }
+}
+
+impl<S: SessionSink> LiveLog for JsonlLive<S> {
+    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> io::Result<u32> {
+        let mut lines = LineReader::resume(input, &mut self.hasher, line);
+        read_jsonl(&mut lines, 0, self.what, &mut self.sink)?;
+        let read = lines.bytes();
+        let last = lines.line_no();
+        self.sink.session_mut().source.bytes += read;
+        Ok(last)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.sink_finished = self.sink.finish();
+        let s = self.sink.session_mut();
+        if s.id.is_empty() {
+            s.id = self.stem.clone();
+            self.id_from_stem = true;
+        }
+        s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
+        Ok(())
+    }
+
+    fn unfinish(&mut self) {
+        if std::mem::take(&mut self.sink_finished) {
+            self.sink.unfinish();
+        }
+        if std::mem::take(&mut self.id_from_stem) {
+            self.sink.session_mut().id.clear();
+        }
+    }
+
+    fn session(&self) -> &Session {
+        self.sink.session()
     }
 }
 

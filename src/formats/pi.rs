@@ -7,15 +7,14 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
-use super::follow::LiveLog;
-use super::lines::{read_jsonl, JsonSink, LineReader};
+use super::follow::{new_session, JsonlLive, SessionSink};
+use super::lines::JsonSink;
 use super::time::parse_ms;
 use crate::model::*;
 use crate::Result;
@@ -115,7 +114,7 @@ struct PiCost {
     total: Option<f64>,
 }
 
-struct Sink {
+pub(crate) struct Sink {
     s: Session,
     /// For every entry (JSON object) of the file: the first message index at or after it.
     entry_msg: Vec<MsgIdx>,
@@ -360,68 +359,28 @@ pub fn read(path: &Path) -> Result<Session> {
 }
 
 /// A pi session being read, kept between reads so that `formats::follow` can feed appended lines.
-pub(crate) struct Live {
-    sink: Sink,
-    hasher: blake3::Hasher,
-    stem: String,
-    /// `finish` named the session after the file.
-    id_from_stem: bool,
-}
+pub(crate) type Live = JsonlLive<Sink>;
 
 impl Live {
     pub(crate) fn new(path: &Path) -> Self {
-        let mut s = Session::default();
-        s.source.format = ID.into();
-        s.source.files.push(path.display().to_string());
+        let mut s = new_session(path, ID);
         s.agent_index("main");
-        Live {
-            sink: Sink {
-                s,
-                entry_msg: Vec::new(),
-                id_entry: HashMap::new(),
-                header_seen: false,
-            },
-            hasher: blake3::Hasher::new(),
-            stem: path
-                .file_stem()
-                .map(|x| x.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            id_from_stem: false,
-        }
+        let sink = Sink {
+            s,
+            entry_msg: Vec::new(),
+            id_entry: HashMap::new(),
+            header_seen: false,
+        };
+        JsonlLive::start(path, sink, "a pi session entry (JSON object)")
     }
 }
 
-impl LiveLog for Live {
-    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> std::io::Result<u32> {
-        let mut lines = LineReader::resume(input, &mut self.hasher, line);
-        read_jsonl(
-            &mut lines,
-            0,
-            "a pi session entry (JSON object)",
-            &mut self.sink,
-        )?;
-        self.sink.s.source.bytes += lines.bytes();
-        Ok(lines.line_no())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        let s = &mut self.sink.s;
-        if s.id.is_empty() {
-            s.id = self.stem.clone();
-            self.id_from_stem = true;
-        }
-        s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
-        Ok(())
-    }
-
-    fn unfinish(&mut self) {
-        if std::mem::take(&mut self.id_from_stem) {
-            self.sink.s.id.clear();
-        }
-    }
-
+impl SessionSink for Sink {
     fn session(&self) -> &Session {
-        &self.sink.s
+        &self.s
+    }
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.s
     }
 }
 
