@@ -40,7 +40,9 @@ export function maxContextTokens(window, maxOutput, r) {
 
 /** `ctxlab replay` of one log with decisions; null when the log does not load or replay. */
 export function replay(log, window, params) {
-  const args = ['replay', log, '-s', 'librechat.agents', '--window', String(window), '--json', '--decisions'];
+  // The heuristic counter on both sides: countText above is its rule (the CLI's default for
+  // OpenAI-model logs is the exact o200k counter since issue #15).
+  const args = ['replay', log, '-s', 'librechat.agents', '--window', String(window), '--counter', 'heuristic', '--json', '--decisions'];
   for (const [k, v] of Object.entries(params)) args.push('--param', `${k}=${JSON.stringify(v)}`);
   try {
     const out = execFileSync(CTXLAB, args, { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] });
