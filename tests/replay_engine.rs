@@ -468,7 +468,10 @@ fn every_bad_op_fault_is_rejected_with_plugin_call_and_reason() {
         ("touches_pinned", "pinned"),
         ("oversized_summary", "larger than"),
         // The host stops copying at the cap (ops past it are never read) and says so.
-        ("too_many_ops", &*format!("more than {} ops", replay::MAX_OPS)),
+        (
+            "too_many_ops",
+            &*format!("more than {} ops", replay::MAX_OPS),
+        ),
     ];
     for (fault, words) in cases {
         let (strategy, call, reason) = replay_error(replay::run(

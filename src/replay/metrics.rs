@@ -128,11 +128,7 @@ pub fn unpriced_notice(unpriced: &[Unpriced]) -> Option<String> {
                     crate::fmt::fmt_tokens(u.calls)
                 )
             } else {
-                format!(
-                    "{} {calls} of {}",
-                    crate::fmt::fmt_tokens(u.calls),
-                    u.model
-                )
+                format!("{} {calls} of {}", crate::fmt::fmt_tokens(u.calls), u.model)
             }
         })
         .collect();
