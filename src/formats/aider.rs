@@ -206,6 +206,7 @@ pub fn read(path: &Path) -> Result<Session> {
         ts: None,
         model: None,
     };
+    let mut fix = super::utf8::Utf8Fix::default();
     loop {
         match lines.next_line().map_err(|e| Error::io(path, e))? {
             Next::Eof => break,
@@ -221,13 +222,14 @@ pub fn read(path: &Path) -> Result<Session> {
                     file: 0,
                     line: lines.line_no(),
                 };
-                let text = String::from_utf8_lossy(lines.line()).into_owned();
+                let text = fix.line(lines.line(), pos.line).into_owned();
                 r.line(&text, pos);
             }
         }
     }
     r.flush_user();
     r.flush_reply();
+    fix.warn(&mut r.s, 0);
     let bytes = lines.bytes();
     drop(lines);
     let mut s = r.s;

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::claude_code::{push_blocks, user_role, Block};
 use super::de::StrOrBlocks;
+use super::utf8::{read_lossy, Lossy};
 use crate::model::*;
 use crate::{Error, Result};
 
@@ -34,14 +35,15 @@ pub(crate) fn is_task_companion(path: &Path) -> bool {
         && path.with_file_name(UI).is_file()
 }
 
-fn read_doc(path: &Path) -> Result<(Vec<u8>, Vec<Value>)> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let v: Vec<Value> = serde_json::from_slice(&bytes).map_err(|e| Error::Parse {
+/// A Cline task file: one JSON array, read whole (invalid UTF-8 repaired, see `utf8`).
+fn read_doc(path: &Path, hasher: &mut blake3::Hasher) -> Result<(Lossy, Vec<Value>)> {
+    let doc = read_lossy(path, hasher)?;
+    let v: Vec<Value> = serde_json::from_str(&doc.text).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         line: e.line() as u32,
         message: format!("expected a JSON array of Cline messages: {e}"),
     })?;
-    Ok((bytes, v))
+    Ok((doc, v))
 }
 
 struct ApiReq {
@@ -106,10 +108,10 @@ pub fn read(path: &Path) -> Result<Session> {
     let mut events = Vec::new();
     let has_ui = ui.is_file();
     if has_ui {
-        let (bytes, ev) = read_doc(&ui)?;
-        hasher.update(&bytes);
-        s.source.bytes = bytes.len() as u64;
+        let (doc, ev) = read_doc(&ui, &mut hasher)?;
+        s.source.bytes = doc.bytes;
         s.source.files.push(ui.display().to_string());
+        doc.fix.warn(&mut s, 0);
         s.title = ev
             .iter()
             .find(|e| e["say"] == "task")
@@ -345,7 +347,8 @@ fn from_history(
             }
         }
     };
-    let (bytes, hash, broken) = super::doc::each_element(history, file, hasher, &mut each)?;
+    let (bytes, hash, broken, fix) = super::doc::each_element(history, file, hasher, &mut each)?;
+    fix.warn(s, file);
     let pos = SourcePos { file, line: 0 };
     if let Some((line, e)) = broken {
         if s.messages.is_empty() {

@@ -11,15 +11,20 @@ use std::rc::Rc;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::utf8::Utf8Fix;
 use crate::model::SourcePos;
 use crate::{Error, Result};
 
 /// The file, hashed and line-counted as serde_json pulls bytes from it.
 pub(crate) struct Src {
     file: std::fs::File,
-    buf: Box<[u8]>,
+    /// Bytes as read from the file (hashed).
+    raw: Box<[u8]>,
+    /// The same bytes with invalid UTF-8 replaced (what serde_json reads), served from `pos`.
+    buf: Vec<u8>,
     pos: usize,
-    len: usize,
+    eof: bool,
+    fix: Utf8Fix,
     hasher: blake3::Hasher,
     bytes: u64,
     newlines: Rc<Cell<u32>>,
@@ -35,9 +40,11 @@ impl Src {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         Ok(Src {
             file,
-            buf: vec![0u8; 256 * 1024].into_boxed_slice(),
+            raw: vec![0u8; 256 * 1024].into_boxed_slice(),
+            buf: Vec::with_capacity(256 * 1024),
             pos: 0,
-            len: 0,
+            eof: false,
+            fix: Utf8Fix::default(),
             hasher,
             bytes: 0,
             newlines: Rc::new(Cell::new(0)),
@@ -50,28 +57,39 @@ impl Src {
     }
 
     /// Reads the rest of the file (the hash is of the file, not of what was parsed) and returns
-    /// its size and BLAKE3 hash.
-    pub(crate) fn finish(mut self) -> (u64, String) {
+    /// its size, BLAKE3 hash and the invalid UTF-8 replaced (`Utf8Fix::warn` reports it).
+    pub(crate) fn finish(mut self) -> (u64, String, Utf8Fix) {
         let _ = std::io::copy(&mut self, &mut std::io::sink());
-        (self.bytes, self.hasher.finalize().to_hex().to_string())
+        (
+            self.bytes,
+            self.hasher.finalize().to_hex().to_string(),
+            self.fix,
+        )
     }
 }
 
 impl Read for Src {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos == self.len {
-            self.len = loop {
-                match self.file.read(&mut self.buf) {
+        while self.pos == self.buf.len() && !self.eof {
+            let n = loop {
+                match self.file.read(&mut self.raw) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 }
             };
+            self.buf.clear();
             self.pos = 0;
-            self.hasher.update(&self.buf[..self.len]);
-            self.bytes += self.len as u64;
+            if n == 0 {
+                self.eof = true;
+                self.fix.finish(&mut self.buf);
+            } else {
+                self.hasher.update(&self.raw[..n]);
+                self.bytes += n as u64;
+                self.fix.push(&self.raw[..n], false, &mut self.buf);
+            }
         }
-        let n = out.len().min(self.len - self.pos);
+        let n = out.len().min(self.buf.len() - self.pos);
         let chunk = &self.buf[self.pos..self.pos + n];
         out[..n].copy_from_slice(chunk);
         let nl = memchr::memchr_iter(b'\n', chunk).count() as u32;
@@ -123,14 +141,14 @@ impl<'de, F: FnMut(Box<RawValue>, SourcePos)> Visitor<'de> for EachElement<'_, F
 }
 
 /// Streams a file that is one JSON array, element by element, continuing `hasher`. Returns the
-/// bytes read, the hash, and where the document breaks off when it does (the elements before the
-/// damage were given to `each`).
+/// bytes read, the hash, where the document breaks off when it does (the elements before the
+/// damage were given to `each`), and the invalid UTF-8 replaced.
 pub(crate) fn each_element(
     path: &Path,
     file: u32,
     hasher: blake3::Hasher,
     mut each: impl FnMut(Box<RawValue>, SourcePos),
-) -> Result<(u64, String, Option<(u32, String)>)> {
+) -> Result<(u64, String, Option<(u32, String)>, Utf8Fix)> {
     let mut src = Src::open_hashing(path, hasher)?;
     let newlines = src.newlines();
     let result = {
@@ -144,6 +162,6 @@ pub(crate) fn each_element(
         .and_then(|()| de.end())
     };
     let broken = result.err().map(|e| (e.line() as u32, e.to_string()));
-    let (bytes, hash) = src.finish();
-    Ok((bytes, hash, broken))
+    let (bytes, hash, fix) = src.finish();
+    Ok((bytes, hash, broken, fix))
 }

@@ -506,8 +506,10 @@ fn read_document(path: &Path) -> Result<Session> {
             message: "expected a Gemini CLI chat object with a `messages` list".into(),
         });
     }
-    let (bytes, hash) = src.finish();
-    Ok(b.finish(path, bytes, hash))
+    let (bytes, hash, fix) = src.finish();
+    let mut s = b.finish(path, bytes, hash);
+    fix.warn(&mut s, 0);
+    Ok(s)
 }
 
 /// The newer JSON lines: the history is the latest version of each record, in first-seen order,

@@ -198,27 +198,24 @@ pub(crate) fn read_jsonl<R: BufRead>(
     }
 }
 
-/// One line: parse, or recover, or warn.
+/// One line: parse, or recover, or warn. Invalid UTF-8 is repaired before the line is read
+/// (`utf8`): a field holding it would otherwise fail the entry, or a nested document (an HTTP
+/// capture's body) a part of it.
 pub(crate) fn feed_line(line: &[u8], pos: SourcePos, what: &str, sink: &mut impl JsonSink) {
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return;
     }
-    let err = match sink.entry(line, pos) {
-        Ok(()) => return,
-        Err(e) => e,
-    };
     if std::str::from_utf8(line).is_err() {
         let fixed = String::from_utf8_lossy(line).into_owned();
-        match sink.entry(fixed.as_bytes(), pos) {
-            Ok(()) => sink.warn(
-                pos,
-                "invalid UTF-8 in this line, replaced by U+FFFD".to_string(),
-            ),
-            Err(e) => recover(fixed.as_bytes(), e, pos, what, sink),
+        sink.warn(pos, super::utf8::message(1));
+        if let Err(e) = sink.entry(fixed.as_bytes(), pos) {
+            recover(fixed.as_bytes(), e, pos, what, sink);
         }
         return;
     }
-    recover(line, err, pos, what, sink);
+    if let Err(e) = sink.entry(line, pos) {
+        recover(line, e, pos, what, sink);
+    }
 }
 
 fn recover(
@@ -312,9 +309,10 @@ mod tests {
         let lines: Vec<u32> = c.ok.iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![1, 3, 3]);
         let w: Vec<u32> = c.warnings.iter().map(|(l, _)| *l).collect();
-        assert_eq!(w, vec![3, 4, 5, 6], "{:?}", c.warnings);
+        assert_eq!(w, vec![3, 4, 5, 5, 6], "{:?}", c.warnings);
         assert!(c.warnings[0].1.contains("run together"));
-        assert!(c.warnings[3].1.contains("truncated"));
+        assert!(c.warnings[2].1.contains("UTF-8"));
+        assert!(c.warnings[4].1.contains("truncated"));
     }
 
     #[test]

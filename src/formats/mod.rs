@@ -27,6 +27,7 @@ pub mod pi;
 pub mod swe_agent;
 pub mod time;
 pub mod usage_counter;
+mod utf8;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -475,8 +475,10 @@ fn read_document(path: &Path) -> Result<Session> {
             tried: super::FORMATS.join(", "),
         });
     }
-    let (bytes, hash) = src.finish();
-    Ok(b.finish(path, bytes, hash))
+    let (bytes, hash, fix) = src.finish();
+    let mut s = b.finish(path, bytes, hash);
+    fix.warn(&mut s, 0);
+    Ok(s)
 }
 
 /// An object with a `messages` list, or a line that is a chat message and nothing else (event

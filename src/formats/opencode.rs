@@ -500,9 +500,10 @@ fn read_export(path: &Path) -> Result<Session> {
             message: "expected an OpenCode export with a `messages` list".into(),
         });
     }
-    let (bytes, hash) = src.finish();
+    let (bytes, hash, fix) = src.finish();
     s.source.bytes = bytes;
     s.source.hash = hash;
+    fix.warn(&mut s, 0);
     finish(&mut s);
     Ok(s)
 }

@@ -11,14 +11,13 @@
 //! usage-only.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::time::parse_ms;
 use crate::model::*;
-use crate::{Error, Result};
+use crate::Result;
 
 pub const ID: &str = "otel-genai";
 
@@ -31,25 +30,6 @@ struct Span {
     ended: bool,
     attrs: Map<String, Value>,
     line: u32,
-}
-
-/// Newlines consumed so far, for positions inside a stream of multi-line JSON objects.
-struct Counting<R> {
-    inner: R,
-    newlines: std::rc::Rc<std::cell::Cell<u32>>,
-    hasher: blake3::Hasher,
-    bytes: u64,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let nl = memchr::memchr_iter(b'\n', &buf[..n]).count() as u32;
-        self.newlines.set(self.newlines.get().saturating_add(nl));
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
 }
 
 fn nanos_ms(v: &Value) -> Option<i64> {
@@ -118,14 +98,10 @@ fn collect(v: Value, line: u32, spans: &mut Vec<Span>) -> bool {
 }
 
 pub fn read(path: &Path) -> Result<Session> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let newlines = std::rc::Rc::new(std::cell::Cell::new(0u32));
-    let mut src = Counting {
-        inner: std::io::BufReader::new(f),
-        newlines: newlines.clone(),
-        hasher: blake3::Hasher::new(),
-        bytes: 0,
-    };
+    // Newlines are counted as serde_json pulls bytes (positions inside a stream of multi-line
+    // objects); invalid UTF-8 is repaired on the way (`utf8`).
+    let mut src = super::doc::Src::open(path)?;
+    let newlines = src.newlines();
     let mut s = Session::default();
     s.source.format = ID.into();
     s.source.files.push(path.display().to_string());
@@ -158,9 +134,10 @@ pub fn read(path: &Path) -> Result<Session> {
             }
         }
     }
-    let _ = std::io::copy(&mut src, &mut std::io::sink());
-    s.source.bytes = src.bytes;
-    s.source.hash = src.hasher.finalize().to_hex().to_string();
+    let (bytes, hash, fix) = src.finish();
+    s.source.bytes = bytes;
+    s.source.hash = hash;
+    fix.warn(&mut s, 0);
     s.id = path
         .file_stem()
         .map(|x| x.to_string_lossy().into_owned())

@@ -18,8 +18,9 @@ use crate::{Error, Result};
 pub const ID: &str = "swe-agent";
 
 pub fn read(path: &Path) -> Result<Session> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| Error::Parse {
+    let mut hasher = blake3::Hasher::new();
+    let file = super::utf8::read_lossy(path, &mut hasher)?;
+    let doc: Value = serde_json::from_str(&file.text).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         line: e.line() as u32,
         message: format!(
@@ -29,8 +30,9 @@ pub fn read(path: &Path) -> Result<Session> {
     let mut s = Session::default();
     s.source.format = ID.into();
     s.source.files.push(path.display().to_string());
-    s.source.bytes = bytes.len() as u64;
-    s.source.hash = blake3::hash(&bytes).to_hex().to_string();
+    s.source.bytes = file.bytes;
+    s.source.hash = hasher.finalize().to_hex().to_string();
+    file.fix.warn(&mut s, 0);
     s.id = path
         .file_name()
         .map(|x| {

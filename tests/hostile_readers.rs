@@ -1,0 +1,142 @@
+//! Issue #25, "a hostile world", the readers' side (findings 12, 13, 14, 21, 22): inputs built
+//! from the project's own samples that were silently lost, miscounted or badly reported. Each
+//! test failed before its fix.
+
+use std::path::{Path, PathBuf};
+
+use ctxlab::formats;
+use ctxlab::model::Session;
+
+fn sample(rel: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples")).join(rel)
+}
+
+/// 1-based line of byte `at`.
+fn line_of(bytes: &[u8], at: usize) -> u32 {
+    1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u32
+}
+
+/// The first space between two ASCII letters past the middle of `bytes` (inside some text: JSON
+/// keys and syntax never hold one; else the first one), replaced by an invalid byte. Returns its offset.
+fn break_utf8(bytes: &mut [u8]) -> usize {
+    let ok = |i: usize| {
+        bytes[i] == b' ' && bytes[i - 1].is_ascii_alphabetic() && bytes[i + 1].is_ascii_alphabetic()
+    };
+    let at = (bytes.len() / 2..bytes.len() - 1)
+        .find(|&i| ok(i))
+        .or_else(|| (1..bytes.len() - 1).find(|&i| ok(i)))
+        .expect("a space between two letters");
+    bytes[at] = 0xFF;
+    at
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir(&dest).unwrap();
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn counts(s: &Session) -> (usize, usize) {
+    (s.messages.len(), s.calls.len())
+}
+
+/// Finding 13: one invalid byte failed a whole Cline, SWE-agent or mini-swe-agent file, cut an
+/// OpenAI JSON document short, stopped OTel reading and gave no warning in Aider. Every reader
+/// now keeps every entry, with U+FFFD and one warning at the line of the byte.
+#[test]
+fn invalid_utf8_is_replaced_and_warned_in_every_reader() {
+    let cases = [
+        "claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl",
+        "aider/.aider.chat.history.md",
+        "gemini-cli/session-2026-03-03T09-26-5ae1ec23.json",
+        "gemini-cli/session-2026-03-04T09-30-c1971d3f.jsonl",
+        "codex/rollout-2026-03-14T09-12-44-019c1754-a43c-7709-85e2-fa8bb43a4f52.jsonl",
+        "mini-swe-agent/rename-flag.traj.json",
+        "otel/otlp-export.json",
+        "copilot-cli/be1c1ebd-d288-468d-aca1-4618fd136e8e/events.jsonl",
+        "swe-agent/fix-off-by-one.traj",
+        "pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl",
+        "cline/task-1/ui_messages.json",
+        "cline/task-1/api_conversation_history.json",
+        "http-capture/openai-chat.jsonl",
+        "http-capture/gemini-adk.jsonl",
+        "http-capture/anthropic-claude-code.jsonl",
+        "managed-agents/events.jsonl",
+        "native/helpdesk-two-agents.ctxlab.jsonl",
+        "opencode/ses_ed3HBxav6JWJ6otZozRK5m8JEB.json",
+        "openai/tidewater-refactor.json",
+        "openai/helpdesk-two-agents.json",
+    ];
+    let mut failures = Vec::new();
+    for rel in cases {
+        let orig_path = sample(rel);
+        let d = tempfile::tempdir().unwrap();
+        // The file keeps its name (and a Cline task its folder) so the same reader reads it.
+        let dir = d.path().join("t");
+        std::fs::create_dir(&dir).unwrap();
+        copy_dir(orig_path.parent().unwrap(), &dir);
+        let path = dir.join(orig_path.file_name().unwrap());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = break_utf8(&mut bytes);
+        let line = line_of(&bytes, at);
+        std::fs::write(&path, &bytes).unwrap();
+        // A Cline task is read from its ui_messages.json.
+        let load_path = if rel.starts_with("cline/") {
+            dir.join("ui_messages.json")
+        } else {
+            path.clone()
+        };
+        let want = formats::load_file(&if rel.starts_with("cline/") {
+            orig_path.with_file_name("ui_messages.json")
+        } else {
+            orig_path.clone()
+        })
+        .unwrap();
+        let s = match formats::load_file(&load_path) {
+            Ok(s) => s,
+            Err(e) => {
+                failures.push(format!("{rel}: {e}"));
+                continue;
+            }
+        };
+        // An HTTP capture's requests repeat the history: a changed message is a new one.
+        let same = if rel.starts_with("http-capture/") {
+            s.calls.len() == want.calls.len()
+        } else {
+            counts(&s) == counts(&want)
+        };
+        if !same {
+            failures.push(format!(
+                "{rel}: {:?} (messages, calls) instead of {:?}",
+                counts(&s),
+                counts(&want)
+            ));
+        }
+        let file = path.display().to_string();
+        if !s
+            .warnings
+            .iter()
+            .any(|w| w.line == line && w.file == file && w.message.contains("UTF-8"))
+        {
+            failures.push(format!(
+                "{rel}: no UTF-8 warning at {file}:{line}: {:?}",
+                s.warnings
+            ));
+        }
+        let text = serde_json::to_string(&s.messages).unwrap();
+        // Where the byte lands outside any message: OTel's span attributes, Aider's "Applied
+        // edit" note, Copilot's `detailedContent`, Cline's `api_req_started` request echo.
+        let outside = ["otel/", "aider/", "copilot-cli/", "cline/task-1/ui"];
+        if !text.contains('\u{FFFD}') && !outside.iter().any(|o| rel.starts_with(o)) {
+            failures.push(format!("{rel}: no U+FFFD in the messages"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
