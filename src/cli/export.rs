@@ -42,6 +42,8 @@ pub fn run(args: Args) -> Result<()> {
     let mut params = serde_json::Map::new();
     if let Some(name) = &args.profile {
         let lib = Library::open_default(args.db.as_deref())?;
+        // The library refuses a profile whose params are not an object: never the defaults
+        // in its place.
         if let serde_json::Value::Object(o) = lib.profile(&args.strategy, name)?.params {
             params.extend(o);
         }

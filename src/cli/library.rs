@@ -73,7 +73,9 @@ pub fn run(args: Args) -> Result<()> {
         // Answered above, without opening the library.
         Cmd::Discover => return discover(args.json),
         Cmd::List => {
-            let sessions = lib.sessions()?;
+            let listing = lib.session_list()?;
+            skipped(&listing.skipped);
+            let sessions = listing.rows;
             let mut statuses = Vec::new();
             for s in &sessions {
                 statuses.push(lib.check_source(s.id)?);
@@ -84,9 +86,10 @@ pub fn run(args: Args) -> Result<()> {
                     .zip(&statuses)
                     .map(|(s, st)| serde_json::json!({"session": s, "source": st}))
                     .collect();
-                return json(
-                    serde_json::json!({"version": 1, "library": lib.path(), "sessions": rows}),
-                );
+                return json(serde_json::json!({
+                    "version": 1, "library": lib.path(), "sessions": rows,
+                    "skipped": listing.skipped,
+                }));
             }
             println!("library {}", lib.path().display());
             let mut rows = vec![["ID", "SESSION", "FORMAT", "CALLS", "RUNS", "LOG", "FILE"]
@@ -132,11 +135,14 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Show { id } => {
             let s = lib.session(id)?;
             let st = lib.check_source(id)?;
-            let runs = lib.runs(Some(id))?;
+            let listing = lib.run_list(Some(id))?;
+            skipped(&listing.skipped);
+            let runs = listing.rows;
             if args.json {
-                return json(
-                    serde_json::json!({"version": 1, "session": s, "source": st, "runs": runs}),
-                );
+                return json(serde_json::json!({
+                    "version": 1, "session": s, "source": st, "runs": runs,
+                    "skipped": listing.skipped,
+                }));
             }
             println!(
                 "session {id}: {}",
@@ -201,9 +207,13 @@ pub fn run(args: Args) -> Result<()> {
             }
         },
         Cmd::Profiles { strategy } => {
-            let ps = lib.profiles(strategy.as_deref())?;
+            let listing = lib.profile_list(strategy.as_deref())?;
+            skipped(&listing.skipped);
+            let ps = listing.rows;
             if args.json {
-                return json(serde_json::json!({"version": 1, "profiles": ps}));
+                return json(serde_json::json!({
+                    "version": 1, "profiles": ps, "skipped": listing.skipped,
+                }));
             }
             let mut rows = vec![["STRATEGY", "NAME", "PARAMETERS", "NOTE"]
                 .map(String::from)
@@ -215,6 +225,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Rows of the library that did not read back: named on stderr, the rest of the list printed.
+fn skipped(rows: &[ctxlab::store::SkippedRow]) {
+    for r in rows {
+        eprintln!("ctxlab: warning: {r}");
+    }
 }
 
 /// `library discover`: what `ctxlab::discover` finds under the home folder.

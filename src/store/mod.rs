@@ -8,12 +8,14 @@
 //! - a database that is corrupt, from a newer ctxlab or not ctxlab's is reported, never reset.
 
 mod profiles;
+mod rows;
 mod runs;
 mod schema;
 mod series;
 mod sessions;
 
 pub use profiles::Profile;
+pub use rows::{Listing, SkippedRow};
 pub use runs::{RunRecord, SERIES_FORMAT};
 pub use schema::VERSION as SCHEMA_VERSION;
 pub use sessions::{file_hash, Imported, SessionRecord, SessionStats, SourceStatus};
@@ -103,37 +105,30 @@ impl Library {
     }
 
     fn setup(&mut self) -> Result<()> {
-        // Another process (the app beside the CLI) may hold a write lock for a moment.
+        // First, before any statement that may meet a lock: another process (the app beside the
+        // CLI, a second import) may hold the write lock for a moment, and every later step waits
+        // for it instead of failing with "database is locked".
         self.conn
             .busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| self.err(e))?;
-        // The first read of the header: a file that is not a database fails here.
-        let version: u32 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let app_id: i32 = self
-            .conn
-            .pragma_query_value(None, "application_id", |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let tables: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        if app_id != schema::APPLICATION_ID && (app_id != 0 || version != 0 || tables != 0) {
-            return Err(self.fail(
-                "is an SQLite database of another program, not a ctxlab library; ctxlab leaves it as it is: pass --db or set CTXLAB_DB to another file",
-            ));
+        // Up to date and ours: nothing to write (a read transaction sees one consistent state).
+        if self.check_header(false)? {
+            // Migrating, or creating a new library: the check and every migration are one
+            // IMMEDIATE transaction, so two processes opening a new library at once do not both
+            // see an empty file and both create its tables, and none sees the other's half-made
+            // schema and takes it for another program's database.
+            self.check_header(true)?;
         }
-        if version > schema::VERSION {
-            return Err(self.fail(format!(
-                "was written by a newer ctxlab (schema version {version}; this ctxlab knows up to {}): update ctxlab, or pass --db to use another library",
-                schema::VERSION
-            )));
-        }
-        self.conn
-            .pragma_update(None, "journal_mode", "WAL")
+        // WAL persists in the file: switch once (it needs a moment alone with the file).
+        let mode: String = self
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .map_err(|e| self.err(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            self.conn
+                .pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| self.err(e))?;
+        }
         // NORMAL in WAL mode: a power loss may drop the last commits, a crash of the process never.
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
@@ -141,19 +136,61 @@ impl Library {
         self.conn
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| self.err(e))?;
-        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = self
-                .conn
-                .transaction()
-                .map_err(|e| db_error(&self.path, e))?;
-            tx.execute_batch(sql).map_err(|e| db_error(&self.path, e))?;
-            tx.pragma_update(None, "application_id", schema::APPLICATION_ID)
-                .map_err(|e| db_error(&self.path, e))?;
-            tx.pragma_update(None, "user_version", (i + 1) as u32)
-                .map_err(|e| db_error(&self.path, e))?;
-            tx.commit().map_err(|e| db_error(&self.path, e))?;
-        }
         Ok(())
+    }
+
+    /// Checks, in one transaction, that the database is a ctxlab library (or empty) of a version
+    /// this build reads. With `migrate`, the transaction is IMMEDIATE and also applies the missing
+    /// migrations; without, it only reads and answers whether migrations are missing.
+    fn check_header(&mut self, migrate: bool) -> Result<bool> {
+        let behavior = if migrate {
+            rusqlite::TransactionBehavior::Immediate
+        } else {
+            rusqlite::TransactionBehavior::Deferred
+        };
+        let path = self.path.clone();
+        let fail = |message: String| Error::Library {
+            path: path.clone(),
+            message,
+        };
+        let err = |e| db_error(&path, e);
+        let tx = self.conn.transaction_with_behavior(behavior).map_err(err)?;
+        // The first read of the header: a file that is not a database fails here.
+        let version: u32 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        let app_id: i32 = tx
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(err)?;
+        let tables: i64 = tx
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(err)?;
+        if app_id != schema::APPLICATION_ID && (app_id != 0 || version != 0 || tables != 0) {
+            return Err(fail(
+                "is an SQLite database of another program, not a ctxlab library; ctxlab leaves it as it is: pass --db or set CTXLAB_DB to another file".into(),
+            ));
+        }
+        if version > schema::VERSION {
+            return Err(fail(format!(
+                "was written by a newer ctxlab (schema version {version}; this ctxlab knows up to {}): update ctxlab, or pass --db to use another library",
+                schema::VERSION
+            )));
+        }
+        let missing = version < schema::VERSION;
+        if missing && migrate {
+            for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.execute_batch(sql).map_err(|e| {
+                    fail(format!("migration to schema version {} failed: {e}", i + 1))
+                })?;
+            }
+            tx.pragma_update(None, "application_id", schema::APPLICATION_ID)
+                .map_err(err)?;
+            tx.pragma_update(None, "user_version", schema::VERSION)
+                .map_err(err)?;
+            tx.commit().map_err(err)?;
+            return Ok(false);
+        }
+        Ok(missing)
     }
 
     fn fail(&self, message: impl Into<String>) -> Error {
@@ -169,7 +206,13 @@ impl Library {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T> {
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the first
+        // read. A deferred transaction that reads and then writes cannot wait for the lock in WAL
+        // mode: it fails at once with "database is locked" when another writer came between.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| db_error(&path, e))?;
         let out = f(&tx).map_err(|e| db_error(&path, e))?;
         tx.commit().map_err(|e| db_error(&path, e))?;
         Ok(out)

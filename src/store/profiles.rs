@@ -1,5 +1,7 @@
 //! Profiles: named parameter sets of one strategy (what `tune` found, what `export` writes).
 
+use super::rows::{collect, json_column, Listing};
+use super::sessions::col;
 use super::{now_ms, Library};
 use crate::error::{Error, Result};
 use rusqlite::OptionalExtension;
@@ -15,17 +17,32 @@ pub struct Profile {
     pub created_at: i64,
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Profile> {
-    let params: String = r.get(2)?;
+fn record(r: &rusqlite::Row<'_>) -> Result<Profile, String> {
+    let params: serde_json::Value = json_column("params", &col::<String>(r, 2, "params")?)?;
+    // A profile is a set of named values: anything else would export the strategy's defaults
+    // in its place.
+    if !params.is_object() {
+        return Err(format!(
+            "its params column is {params}, not an object of parameter values"
+        ));
+    }
     Ok(Profile {
-        strategy: r.get(0)?,
-        name: r.get(1)?,
-        params: serde_json::from_str(&params).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-        })?,
-        note: r.get(3)?,
-        created_at: r.get(4)?,
+        strategy: col(r, 0, "strategy")?,
+        name: col(r, 1, "name")?,
+        params,
+        note: col(r, 3, "note")?,
+        created_at: col(r, 4, "created_at")?,
     })
+}
+
+/// The profile's `strategy/name` and its record, or what did not read.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Result<Profile, String>)> {
+    let key = format!(
+        "{}/{}",
+        r.get::<_, String>(0).unwrap_or_default(),
+        r.get::<_, String>(1).unwrap_or_default()
+    );
+    Ok((key, record(r)))
 }
 
 impl Library {
@@ -40,6 +57,11 @@ impl Library {
         if name.trim().is_empty() {
             return Err(Error::Invalid("a profile needs a name".into()));
         }
+        if !params.is_object() {
+            return Err(Error::Invalid(format!(
+                "profile {name}: parameters must be an object of NAME: VALUE, got {params}"
+            )));
+        }
         let text = params.to_string();
         self.write(|tx| {
             tx.execute(
@@ -53,8 +75,9 @@ impl Library {
         Ok(())
     }
 
-    /// Profiles, of one strategy or of all, by strategy and name.
-    pub fn profiles(&self, strategy: Option<&str>) -> Result<Vec<Profile>> {
+    /// Profiles that read back, of one strategy or of all, by strategy and name, and the rows
+    /// that do not (named, with why).
+    pub fn profile_list(&self, strategy: Option<&str>) -> Result<Listing<Profile>> {
         let mut st = self
             .conn()
             .prepare(
@@ -63,8 +86,12 @@ impl Library {
             )
             .map_err(|e| self.err(e))?;
         let rows = st.query_map([strategy], row).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| self.err(e))
+        collect("profiles", rows).map_err(|e| self.err(e))
+    }
+
+    /// The profiles of [`Library::profile_list`]; rows that do not read back are left out.
+    pub fn profiles(&self, strategy: Option<&str>) -> Result<Vec<Profile>> {
+        Ok(self.profile_list(strategy)?.rows)
     }
 
     /// The profile `name` of `strategy`; the error lists the strategy's profiles.
@@ -80,7 +107,13 @@ impl Library {
             .optional()
             .map_err(|e| self.err(e))?;
         match found {
-            Some(p) => Ok(p),
+            Some((_, Ok(p))) => Ok(p),
+            Some((_, Err(reason))) => Err(Error::Library {
+                path: self.path().to_path_buf(),
+                message: format!(
+                    "profile {name} of {strategy}: {reason}; save it again (`ctxlab tune --save-profile {name}`)"
+                ),
+            }),
             None => {
                 let known: Vec<String> = self
                     .profiles(Some(strategy))?

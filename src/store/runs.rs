@@ -1,6 +1,8 @@
 //! Replay runs in the library: what was run (strategy, plugin, parameters, budget, counter), its
 //! metrics for listing, the rest of the run as JSON and the per-call series as postcard.
 
+use super::rows::{collect, json_column, Listing};
+use super::sessions::col;
 use super::{now_ms, series, Library};
 use crate::error::{Error, Result};
 use crate::replay::{Budget, Metrics, Run};
@@ -30,28 +32,26 @@ fn json<T: Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Invalid(format!("cannot store the run: {e}")))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
 const COLUMNS: &str =
     "id, session, label, created_at, strategy, plugin, params, budget, counter, metrics";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+fn record(r: &rusqlite::Row<'_>) -> Result<RunRecord, String> {
     Ok(RunRecord {
-        id: r.get(0)?,
-        session: r.get(1)?,
-        label: r.get(2)?,
-        created_at: r.get(3)?,
-        strategy: r.get(4)?,
-        plugin: r.get(5)?,
-        params: parse(6, &r.get::<_, String>(6)?)?,
-        budget: parse(7, &r.get::<_, String>(7)?)?,
-        counter: r.get(8)?,
-        metrics: parse(9, &r.get::<_, String>(9)?)?,
+        id: col(r, 0, "id")?,
+        session: col(r, 1, "session")?,
+        label: col(r, 2, "label")?,
+        created_at: col(r, 3, "created_at")?,
+        strategy: col(r, 4, "strategy")?,
+        plugin: col(r, 5, "plugin")?,
+        params: json_column("params", &col::<String>(r, 6, "params")?)?,
+        budget: json_column("budget", &col::<String>(r, 7, "budget")?)?,
+        counter: col(r, 8, "counter")?,
+        metrics: json_column("metrics", &col::<String>(r, 9, "metrics")?)?,
     })
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Result<RunRecord, String>)> {
+    Ok((r.get::<_, i64>(0)?.to_string(), record(r)))
 }
 
 impl Library {
@@ -91,8 +91,9 @@ impl Library {
         })
     }
 
-    /// Stored runs, of one session or of all, oldest first.
-    pub fn runs(&self, session: Option<i64>) -> Result<Vec<RunRecord>> {
+    /// Stored runs that read back, of one session or of all, oldest first, and the rows that do
+    /// not (named, with why).
+    pub fn run_list(&self, session: Option<i64>) -> Result<Listing<RunRecord>> {
         let mut st = self
             .conn()
             .prepare(&format!(
@@ -100,8 +101,12 @@ impl Library {
             ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map([session], row).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| self.err(e))
+        collect("runs", rows).map_err(|e| self.err(e))
+    }
+
+    /// The runs of [`Library::run_list`]; rows that do not read back are left out.
+    pub fn runs(&self, session: Option<i64>) -> Result<Vec<RunRecord>> {
+        Ok(self.run_list(session)?.rows)
     }
 
     /// A whole run, its series included.

@@ -1,5 +1,6 @@
 //! The library's schema as a list of migrations. `PRAGMA user_version` is the number of
-//! migrations applied; opening a library applies the missing ones in one transaction each.
+//! migrations applied; opening a library checks the header and applies the missing ones in one
+//! IMMEDIATE transaction (so concurrent openers of a new library never race on its creation).
 //! A migration is never edited once released: a change is a new entry at the end.
 
 /// `PRAGMA application_id`: "ctlb", so a database of another program is never taken for ours.

@@ -1,5 +1,6 @@
 //! Sessions in the library: where the log is, what it hashed to, what it holds.
 
+use super::rows::{collect, json_column, Listing};
 use super::{now_ms, Library};
 use crate::error::{Error, Result};
 use crate::model::Session;
@@ -98,25 +99,35 @@ pub enum Imported {
 const COLUMNS: &str = "s.id, s.session_key, s.title, s.format, s.files, s.source_hash, s.file_hash,
     s.bytes, s.stats, s.imported_at, (SELECT count(*) FROM runs r WHERE r.session = s.id)";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
-    let files: String = r.get(4)?;
-    let stats: String = r.get(8)?;
-    let json_err = |i, e: serde_json::Error| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-    };
+/// A column by name, or why it does not read as `T`.
+pub(crate) fn col<T: rusqlite::types::FromSql>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    name: &str,
+) -> Result<T, String> {
+    r.get(i)
+        .map_err(|e| format!("its {name} column does not read ({e})"))
+}
+
+fn record(r: &rusqlite::Row<'_>) -> Result<SessionRecord, String> {
     Ok(SessionRecord {
-        id: r.get(0)?,
-        session_key: r.get(1)?,
-        title: r.get(2)?,
-        format: r.get(3)?,
-        files: serde_json::from_str(&files).map_err(|e| json_err(4, e))?,
-        source_hash: r.get(5)?,
-        file_hash: r.get(6)?,
-        bytes: r.get::<_, i64>(7)? as u64,
-        stats: serde_json::from_str(&stats).map_err(|e| json_err(8, e))?,
-        imported_at: r.get(9)?,
-        runs: r.get::<_, i64>(10)? as u64,
+        id: col(r, 0, "id")?,
+        session_key: col(r, 1, "session_key")?,
+        title: col(r, 2, "title")?,
+        format: col(r, 3, "format")?,
+        files: json_column("files", &col::<String>(r, 4, "files")?)?,
+        source_hash: col(r, 5, "source_hash")?,
+        file_hash: col(r, 6, "file_hash")?,
+        bytes: col::<i64>(r, 7, "bytes")? as u64,
+        stats: json_column("stats", &col::<String>(r, 8, "stats")?)?,
+        imported_at: col(r, 9, "imported_at")?,
+        runs: col::<i64>(r, 10, "runs")? as u64,
     })
+}
+
+/// The row's id and its record, or what did not read.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Result<SessionRecord, String>)> {
+    Ok((r.get::<_, i64>(0)?.to_string(), record(r)))
 }
 
 impl Library {
@@ -190,8 +201,9 @@ impl Library {
         })
     }
 
-    /// Every session, most recently imported first.
-    pub fn sessions(&self) -> Result<Vec<SessionRecord>> {
+    /// Every session that reads back, most recently imported first, and the rows that do not
+    /// (named, with why).
+    pub fn session_list(&self) -> Result<Listing<SessionRecord>> {
         let mut st = self
             .conn()
             .prepare(&format!(
@@ -199,25 +211,38 @@ impl Library {
             ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map([], row).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| self.err(e))
+        collect("sessions", rows).map_err(|e| self.err(e))
     }
 
+    /// The sessions of [`Library::session_list`]; rows that do not read back are left out.
+    pub fn sessions(&self) -> Result<Vec<SessionRecord>> {
+        Ok(self.session_list()?.rows)
+    }
+
+    /// One session; a row that does not read back is an error naming it and its bad column.
     pub fn session(&self, id: i64) -> Result<SessionRecord> {
-        self.conn()
+        let found = self
+            .conn()
             .query_row(
                 &format!("SELECT {COLUMNS} FROM sessions s WHERE s.id = ?1"),
                 [id],
                 row,
             )
             .optional()
-            .map_err(|e| self.err(e))?
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "no session {id} in the library ({})",
-                    self.path().display()
-                ))
-            })
+            .map_err(|e| self.err(e))?;
+        match found {
+            Some((_, Ok(rec))) => Ok(rec),
+            Some((_, Err(reason))) => Err(Error::Library {
+                path: self.path().to_path_buf(),
+                message: format!(
+                    "session {id}: {reason}; `ctxlab library rm {id}` and import its log again"
+                ),
+            }),
+            None => Err(Error::Invalid(format!(
+                "no session {id} in the library ({})",
+                self.path().display()
+            ))),
+        }
     }
 
     /// The library's session read from `files` with this session key, if imported.
