@@ -68,6 +68,9 @@ pub struct ComparedRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub session: String,
+    /// The name the session is shown by (`naming::display_name`).
+    #[serde(default)]
+    pub name: String,
     /// `None` when the log records no usage to calibrate on (counts are then uncalibrated).
     pub fidelity: Option<Fidelity>,
     /// The label of the run every `relative` figure is against (`none`).
@@ -164,6 +167,7 @@ pub fn run(
     });
     Ok(Comparison {
         session: session.id.clone(),
+        name: crate::naming::display_name(session),
         fidelity,
         cost_notice: base.1.metrics.cost.notice(),
         budget_assumed: base.1.budget_assumed.clone(),

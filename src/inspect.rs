@@ -16,6 +16,8 @@ pub const FIRST_WARNINGS: usize = 5;
 pub struct SessionReport {
     pub id: String,
     pub title: Option<String>,
+    /// The name it is shown by (`naming::display_name`).
+    pub name: String,
     pub format: String,
     pub files: Vec<String>,
     pub bytes: u64,
@@ -228,6 +230,7 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
     SessionReport {
         id: session.id.clone(),
         title: session.title.clone(),
+        name: crate::naming::display_name(session),
         format: session.source.format.clone(),
         files: session.source.files.clone(),
         bytes: session.source.bytes,
@@ -253,7 +256,7 @@ impl SessionReport {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let t = &self.totals;
-        let name = self.title.as_deref().unwrap_or(&self.id);
+        let name = &self.name;
         out.push_str(&format!(
             "session {name} ({}, {} file{}, {})\n",
             self.format,
@@ -261,7 +264,7 @@ impl SessionReport {
             plural(self.files.len()),
             fmt_bytes(self.bytes)
         ));
-        if self.title.is_some() {
+        if self.name != self.id {
             out.push_str(&format!("  id {}\n", self.id));
         }
         for f in &self.files {

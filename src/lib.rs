@@ -24,6 +24,7 @@ pub mod formats;
 pub mod inspect;
 pub mod model;
 pub mod models;
+pub mod naming;
 pub mod plugin_host;
 pub mod replay;
 pub mod report;

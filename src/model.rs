@@ -43,6 +43,10 @@ pub struct Session {
     /// `model_context_window`); a replay's budget takes it before the model table's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The folder the agent worked in, as the log records it (Claude Code's and Codex's `cwd`);
+    /// the session's display name falls back to it (`naming::display_name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// Where a session came from.

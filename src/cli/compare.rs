@@ -156,7 +156,7 @@ pub fn load_one(log: &Path, id: Option<&str>) -> Result<Session> {
             sessions.len(),
             sessions
                 .iter()
-                .map(|s| s.id.as_str())
+                .map(|s| format!("{} ({})", s.id, ctxlab::naming::display_name(s)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
@@ -193,7 +193,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let title = format!(
         "{} — {} runs",
-        session.title.as_deref().unwrap_or(&session.id),
+        ctxlab::naming::display_name(&session),
         c.runs.len()
     );
     let runs: Vec<(&str, &ctxlab::replay::Run)> =
@@ -327,7 +327,10 @@ pub fn aligned(rows: &[Vec<String>], text_last: bool) -> String {
 }
 
 fn table(c: &Comparison) -> String {
-    let mut out = format!("session {} — {} runs\n", c.session, c.runs.len());
+    let mut out = format!("session {} — {} runs\n", c.name, c.runs.len());
+    if c.name != c.session {
+        out.push_str(&format!("id {}\n", c.session));
+    }
     match c.fidelity {
         _ if c.runs.iter().any(|r| r.run.estimate_only) => out.push_str(&format!(
             "fidelity: {}\n",

@@ -98,12 +98,7 @@ pub fn run(args: Args) -> Result<()> {
             for (s, st) in sessions.iter().zip(&statuses) {
                 rows.push(vec![
                     s.id.to_string(),
-                    s.title
-                        .clone()
-                        .unwrap_or_else(|| s.session_key.clone())
-                        .chars()
-                        .take(40)
-                        .collect(),
+                    ctxlab::naming::shorten(s.title.as_deref().unwrap_or(&s.session_key), 48),
                     s.format.clone(),
                     fmt_tokens(s.stats.calls),
                     fmt_tokens(s.runs),

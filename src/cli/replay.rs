@@ -92,7 +92,7 @@ pub fn run(args: Args) -> Result<()> {
                 };
                 let title = format!(
                     "{} — {}",
-                    session.title.as_deref().unwrap_or(&session.id),
+                    ctxlab::naming::display_name(&session),
                     run.strategy
                 );
                 let bytes = ctxlab::chart::run_chart(&run, &title, format, &Default::default())?;

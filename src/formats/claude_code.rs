@@ -60,6 +60,9 @@ struct Entry<'a> {
     custom_title: LenientStr,
     #[serde(default)]
     summary: LenientStr,
+    /// The folder Claude Code ran in (`Session::project`).
+    #[serde(borrow, default)]
+    cwd: Option<Cow<'a, str>>,
     /// `attachment` entries: what Claude Code injects into the next user turn.
     #[serde(borrow, default)]
     attachment: Option<&'a RawValue>,
@@ -611,6 +614,8 @@ struct FileState {
     session_id: Option<String>,
     title: Option<String>,
     custom_title: Option<String>,
+    /// The first `cwd` the file records.
+    cwd: Option<String>,
 }
 
 impl FileState {
@@ -624,6 +629,7 @@ impl FileState {
             session_id: None,
             title: None,
             custom_title: None,
+            cwd: None,
         }
     }
 }
@@ -894,6 +900,9 @@ impl JsonSink for FileSink<'_> {
                     self.f.session_id = Some(id.to_string());
                 }
             }
+            if self.f.cwd.is_none() {
+                self.f.cwd = e.cwd.as_deref().map(String::from);
+            }
         }
         let kind = e.kind.as_deref().unwrap_or("");
         match kind {
@@ -1106,6 +1115,7 @@ impl LiveLog for Live {
             .clone()
             .unwrap_or_else(|| file_stem(&self.path));
         self.s.title = main.custom_title.clone().or_else(|| main.title.clone());
+        self.s.project = main.cwd.clone();
         self.s.source.hash = self.hasher.clone().finalize().to_hex().to_string();
         if self.s.agents.len() > 1 {
             self.order = Some(sort_calls_by_time(&mut self.s));

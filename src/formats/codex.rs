@@ -52,6 +52,9 @@ struct Payload<'a> {
     id: LenientStr,
     #[serde(default)]
     base_instructions: Option<BaseInstructions>,
+    /// The folder Codex ran in (`Session::project`).
+    #[serde(default)]
+    cwd: LenientStr,
     // turn_context
     #[serde(default)]
     model: LenientStr,
@@ -550,6 +553,9 @@ impl JsonSink for Sink {
             "session_meta" => {
                 if let Some(id) = p.id.0 {
                     self.s.id = id;
+                }
+                if let Some(cwd) = p.cwd.0 {
+                    self.s.project = Some(cwd);
                 }
                 if let Some(text) = p.base_instructions.and_then(|b| b.text.0) {
                     self.push(Role::System, vec![Part::Text { text }], ts, pos);

@@ -31,6 +31,9 @@ struct Header {
     /// `Session::context_window`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     context_window: Option<u64>,
+    /// `Session::project`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -73,6 +76,7 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
         usage_only: s.usage_only,
         estimate_only: s.estimate_only,
         context_window: s.context_window,
+        project: s.project.clone(),
     };
     let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
         r.write_json(w)?;
@@ -158,6 +162,7 @@ impl JsonSink for Sink {
             self.s.usage_only = h.usage_only;
             self.s.estimate_only = h.estimate_only;
             self.s.context_window = h.context_window;
+            self.s.project = h.project;
             return Ok(());
         }
         match serde_json::from_slice::<Record>(json)? {

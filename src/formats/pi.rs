@@ -31,6 +31,9 @@ struct Entry<'a> {
     timestamp: Option<Cow<'a, str>>,
     #[serde(rename = "modelId", default)]
     model_id: LenientStr,
+    /// The header's folder pi ran in (`Session::project`).
+    #[serde(default)]
+    cwd: LenientStr,
     #[serde(borrow, default)]
     message: Option<PiMessage<'a>>,
     // compaction / branch_summary
@@ -330,6 +333,7 @@ impl JsonSink for Sink {
                     if let Some(m) = e.model_id.0 {
                         self.s.agents[0].model = Some(m);
                     }
+                    self.s.project = e.cwd.0;
                 }
             }
             "message" => match e.message {

@@ -39,6 +39,8 @@ pub struct SessionRecord {
     pub id: i64,
     /// The session's own id (from the log).
     pub session_key: String,
+    /// The name the session is shown by (`naming::display_name`: its title, else its first
+    /// prompt and project folder); `None` in rows written before names were derived.
     pub title: Option<String>,
     pub format: String,
     /// The files it was read from, absolute, the main one first.
@@ -151,6 +153,7 @@ impl Library {
             .map_err(|e| Error::Invalid(format!("file names not storable: {e}")))?;
         let stats = serde_json::to_string(&SessionStats::of(session))
             .map_err(|e| Error::Invalid(format!("session stats not storable: {e}")))?;
+        let name = crate::naming::display_name(session);
         self.write(|tx| {
             let existing: Option<(i64, String)> = tx
                 .query_row(
@@ -160,14 +163,21 @@ impl Library {
                 )
                 .optional()?;
             match existing {
-                Some((id, h)) if h == fhash => Ok((id, Imported::Unchanged)),
+                Some((id, h)) if h == fhash => {
+                    // Rows written before names were derived get theirs.
+                    tx.execute(
+                        "UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NOT ?2",
+                        (id, &name),
+                    )?;
+                    Ok((id, Imported::Unchanged))
+                }
                 Some((id, _)) => {
                     tx.execute(
                         "UPDATE sessions SET title = ?2, format = ?3, source_hash = ?4,
                          file_hash = ?5, bytes = ?6, stats = ?7, imported_at = ?8 WHERE id = ?1",
                         (
                             id,
-                            &session.title,
+                            &name,
                             &session.source.format,
                             &session.source.hash,
                             &fhash,
@@ -185,7 +195,7 @@ impl Library {
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                         (
                             &session.id,
-                            &session.title,
+                            &name,
                             &session.source.format,
                             &files_json,
                             &session.source.hash,
