@@ -12,8 +12,10 @@
 //! - [`store`]: the SQLite library of sessions, runs, profiles and settings;
 //! - [`models`]: the model table's user operations: models of logs it prices, LiteLLM import;
 //! - [`compare`], [`tune`], [`export`], [`chart`], [`report`]: what is built on runs;
-//! - [`fmt`]: how numbers are written for people.
+//! - [`fmt`]: how numbers are written for people;
+//! - [`capture`]: the recording proxy (`ctxlab capture`) that writes HTTP captures.
 
+pub mod capture;
 pub mod chart;
 pub mod compare;
 pub mod discover;

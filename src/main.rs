@@ -39,6 +39,9 @@ enum Cmd {
     /// The model table (windows, prices): list it, find the models of logs it does not price,
     /// import a LiteLLM price list into your own models.toml.
     Models(cli::models::Args),
+    /// Record what an agent sends: a local proxy between the agent and its provider that writes
+    /// every request and response as an HTTP capture (docs/capture.md).
+    Capture(cli::capture::Args),
 }
 
 /// `println!` panics when standard output fails. A reader that closed the pipe
@@ -75,6 +78,7 @@ fn main() {
         Cmd::Convert(a) => cli::convert::run(a),
         Cmd::Watch(a) => cli::watch::run(a),
         Cmd::Models(a) => cli::models::run(a),
+        Cmd::Capture(a) => cli::capture::run(a),
     };
     if let Err(e) = result {
         eprintln!("ctxlab: {e}");

@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod capture;
 pub mod compare;
 pub mod convert;
 pub mod export;

@@ -716,7 +716,18 @@ fn gemini_response(body: &str, x: &mut Exchange) {
         let mut ids = x.reply_ids.take().unwrap_or_default();
         let parts = gemini_parts(c.parts, &mut ids);
         x.reply_ids = Some(ids);
-        x.reply.get_or_insert_with(Vec::new).extend(parts);
+        let reply = x.reply.get_or_insert_with(Vec::new);
+        let mut parts = parts.into_iter();
+        // A streamed reply comes as chunks, each continuing the text (or thought) the previous
+        // chunk ended with: one part, as the next request sends it back.
+        if let Some(first) = parts.next() {
+            match (reply.last_mut(), first) {
+                (Some(Part::Text { text: a }), Part::Text { text: b })
+                | (Some(Part::Thinking { text: a }), Part::Thinking { text: b }) => a.push_str(&b),
+                (_, p) => reply.push(p),
+            }
+        }
+        reply.extend(parts);
     }
     if let Some(u) = r.usage {
         let prompt = u.prompt.get();
