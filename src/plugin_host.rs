@@ -528,6 +528,13 @@ unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
         OP_PIN => OpKind::Pin,
         OP_UNPIN => OpKind::Unpin,
         OP_ALLOW_SPLIT => OpKind::AllowSplit,
+        OP_DROP_RESULTS => match OpKind::parse_drop_results(&text) {
+            Ok(k) => k,
+            Err(e) => {
+                c.d.malformed.push(e);
+                return;
+            }
+        },
         other => {
             c.d.malformed.push(format!("unknown op kind {other}"));
             return;

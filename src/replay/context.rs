@@ -78,6 +78,19 @@ impl Partners {
         a.into_iter().chain(b).chain(rest.iter().copied())
     }
 
+    /// Forgets one occurrence of `k` (a message answering several calls of one message holds
+    /// its key once per pair).
+    fn remove_one(&mut self, k: u64) {
+        let mut kept: Vec<u64> = self.iter().collect();
+        if let Some(p) = kept.iter().position(|&x| x == k) {
+            kept.remove(p);
+        }
+        *self = Partners::None;
+        for p in kept {
+            self.push(p);
+        }
+    }
+
     fn remove(&mut self, k: u64) {
         let kept: Vec<u64> = self.iter().filter(|&p| p != k).collect();
         *self = Partners::None;
@@ -189,6 +202,12 @@ pub(crate) enum Replacement {
     },
     /// Each message in the range gets new text (same position, same key).
     Texts(Vec<(Rc<str>, u64)>),
+    /// ABI 1.5 `DropResults`: each message in the range loses the tool results `remove` selects
+    /// (their pairs with calls still here are separated), then gets new text as `Texts`.
+    Results {
+        texts: Vec<(Rc<str>, u64)>,
+        remove: Vec<bool>,
+    },
     /// Only flags change.
     Flags { set: u32, clear: u32 },
 }
@@ -637,56 +656,12 @@ impl<'a> Context<'a> {
                 }
                 self.rebuild_from(s);
             }
-            Replacement::Texts(texts) => {
-                for (i, (text, tokens)) in (s..e).zip(texts) {
-                    self.forget_known(i);
-                    let split = super::validate::split_results(&text, self.results_in(i));
-                    let text: Rc<str> = match &split {
-                        Some((joined, _)) => Rc::from(joined.as_str()),
-                        None => text,
-                    };
-                    let key = self.entries[i].key;
-                    let new_facts = self.needed_facts(facts, &text);
-                    self.unindex_facts(i);
-                    self.index_facts(&new_facts, key);
-                    let text: Box<str> = Box::from(&*text);
-                    let v = &mut self.views[i];
-                    v.text = StrRef::new(&text);
-                    v.chars = text.chars().count() as u64;
-                    v.tokens = tokens;
-                    // An edited message's content is its new text.
-                    (v.content_ascii, v.content_other) = content_of(&text);
-                    v.flags |= FLAG_EDITED | FLAG_CONTENT;
-                    // Tool ids stay (pairs are intact); their bodies are now the edited text.
-                    let mut tools: Box<[ToolView]> = if v.tools_len == 0 {
-                        Box::default()
-                    } else {
-                        // SAFETY: the view's tools point at `tools_len` live ToolViews (arena or
-                        // the entry's own, both kept while the entry is).
-                        unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }.into()
-                    };
-                    let mut spans = split.as_ref().map(|(_, s)| s.iter());
-                    for t in tools.iter_mut() {
-                        // Each result its own part when the edit gave parts (ABI 1.4).
-                        t.body = match spans.as_mut().filter(|_| t.is_result != 0) {
-                            Some(it) => match it.next() {
-                                Some(&(a, b)) => StrRef::new(&text[a..b]),
-                                None => StrRef::new(&text),
-                            },
-                            None => StrRef::new(&text),
-                        };
-                    }
-                    v.tools = if tools.is_empty() {
-                        std::ptr::null()
-                    } else {
-                        tools.as_ptr()
-                    };
-                    let entry = &mut self.entries[i];
-                    entry.facts = Cow::Owned(new_facts);
-                    entry.tools = Some(tools);
-                    entry.text = Some(text);
+            Replacement::Texts(texts) => self.retext(s, e, texts, facts),
+            Replacement::Results { texts, remove } => {
+                for i in s..e {
+                    self.strip_results(i, &remove);
                 }
-                self.rebuild_from(s);
+                self.retext(s, e, texts, facts);
             }
             Replacement::Nothing => {
                 self.remove(s, e);
@@ -753,6 +728,136 @@ impl<'a> Context<'a> {
                 self.rebuild_from(s);
             }
         }
+    }
+
+    /// New texts for positions `[s, e)` (`Replacement::Texts`).
+    fn retext(&mut self, s: usize, e: usize, texts: Vec<(Rc<str>, u64)>, facts: &mut Facts<'_>) {
+        for (i, (text, tokens)) in (s..e).zip(texts) {
+            self.forget_known(i);
+            let split = super::validate::split_results(&text, self.results_in(i));
+            let text: Rc<str> = match &split {
+                Some((joined, _)) => Rc::from(joined.as_str()),
+                None => text,
+            };
+            let key = self.entries[i].key;
+            let new_facts = self.needed_facts(facts, &text);
+            self.unindex_facts(i);
+            self.index_facts(&new_facts, key);
+            let text: Box<str> = Box::from(&*text);
+            let v = &mut self.views[i];
+            v.text = StrRef::new(&text);
+            v.chars = text.chars().count() as u64;
+            v.tokens = tokens;
+            // An edited message's content is its new text.
+            (v.content_ascii, v.content_other) = content_of(&text);
+            v.flags |= FLAG_EDITED | FLAG_CONTENT;
+            // Tool ids stay (pairs are intact); their bodies are now the edited text.
+            let mut tools: Box<[ToolView]> = if v.tools_len == 0 {
+                Box::default()
+            } else {
+                // SAFETY: the view's tools point at `tools_len` live ToolViews (arena or
+                // the entry's own, both kept while the entry is).
+                unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }.into()
+            };
+            let mut spans = split.as_ref().map(|(_, s)| s.iter());
+            for t in tools.iter_mut() {
+                // Each result its own part when the edit gave parts (ABI 1.4).
+                t.body = match spans.as_mut().filter(|_| t.is_result != 0) {
+                    Some(it) => match it.next() {
+                        Some(&(a, b)) => StrRef::new(&text[a..b]),
+                        None => StrRef::new(&text),
+                    },
+                    None => StrRef::new(&text),
+                };
+            }
+            v.tools = if tools.is_empty() {
+                std::ptr::null()
+            } else {
+                tools.as_ptr()
+            };
+            let entry = &mut self.entries[i];
+            entry.facts = Cow::Owned(new_facts);
+            entry.tools = Some(tools);
+            entry.text = Some(text);
+        }
+        self.rebuild_from(s);
+    }
+
+    /// The tool views of the message at `i`.
+    pub(crate) fn tools_of(&self, i: usize) -> &[ToolView] {
+        let v = &self.views[i];
+        if v.tools.is_null() || v.tools_len == 0 {
+            return &[];
+        }
+        // SAFETY: the view's tools point at `tools_len` live ToolViews (arena or the entry's own).
+        unsafe { std::slice::from_raw_parts(v.tools, v.tools_len) }
+    }
+
+    /// Position of the message holding the call that the result `id` of the message at `i`
+    /// answers, while that call is in the context (the pair is tracked).
+    fn call_of(&self, i: usize, id: StrRef) -> Option<usize> {
+        // SAFETY: tool ids point into the session or the context's own storage, alive while it is.
+        let id = unsafe { id.as_str() };
+        self.entries[i]
+            .partners
+            .iter()
+            .filter_map(|k| self.position(k))
+            .find(|&p| {
+                self.tools_of(p)
+                    .iter()
+                    .any(|t| t.is_result == 0 && unsafe { t.id.as_str() } == id)
+            })
+    }
+
+    /// Tool pairs that removing the results `remove` selects from the message at `i` separates:
+    /// each such result whose call is in the context.
+    pub(crate) fn results_split(&self, i: usize, remove: &[bool]) -> u64 {
+        self.tools_of(i)
+            .iter()
+            .filter(|t| t.is_result != 0)
+            .zip(remove)
+            .filter(|(t, &r)| r && self.call_of(i, t.id).is_some())
+            .count() as u64
+    }
+
+    /// Takes the results `remove` selects out of the message at `i`: its tool views lose them,
+    /// and each loses its pair with a call still in the context.
+    fn strip_results(&mut self, i: usize, remove: &[bool]) {
+        let tools: Vec<ToolView> = self.tools_of(i).to_vec();
+        let key = self.entries[i].key;
+        let mut kept = Vec::with_capacity(tools.len());
+        let mut j = 0;
+        for t in tools {
+            if t.is_result != 0 {
+                let gone = remove.get(j) == Some(&true);
+                j += 1;
+                if gone {
+                    if let Some(p) = self.call_of(i, t.id) {
+                        let pk = self.entries[p].key;
+                        self.entries[i].partners.remove_one(pk);
+                        let en = &mut self.entries[p];
+                        en.partners.remove_one(key);
+                        let (lo, hi) = span(en.key, &en.partners);
+                        self.pairs.set(p, lo, hi);
+                    }
+                    continue;
+                }
+            }
+            kept.push(t);
+        }
+        let tools: Box<[ToolView]> = kept.into_boxed_slice();
+        let v = &mut self.views[i];
+        v.flags &= !(FLAG_TOOL_RESULT | FLAG_ERROR);
+        for t in tools.iter().filter(|t| t.is_result != 0) {
+            v.flags |= FLAG_TOOL_RESULT | if t.is_error != 0 { FLAG_ERROR } else { 0 };
+        }
+        v.tools = if tools.is_empty() {
+            std::ptr::null()
+        } else {
+            tools.as_ptr()
+        };
+        v.tools_len = tools.len();
+        self.entries[i].tools = Some(tools);
     }
 
     /// Removes positions `[s, e)` and everything that indexes them; pairs split by the removal

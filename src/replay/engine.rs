@@ -535,7 +535,19 @@ impl<'s, 'o> Engine<'s, 'o> {
                 OpKind::Offload { .. } => {
                     (CompactionKind::Offload, Replacement::Texts(p.texts.clone()))
                 }
+                OpKind::DropResults { remove, .. } => (
+                    CompactionKind::Drop,
+                    Replacement::Results {
+                        texts: p.texts.clone(),
+                        remove: remove.clone(),
+                    },
+                ),
                 OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => continue,
+            };
+            // Removed tool results are lost with no summary: the drop is what they weighed.
+            let (before, after) = match p.op.kind {
+                OpKind::DropResults { .. } => (p.before.saturating_sub(p.after), 0),
+                _ => (p.before, p.after),
             };
             ctx.apply(
                 p.op.start,
@@ -551,8 +563,8 @@ impl<'s, 'o> Engine<'s, 'o> {
                 messages: (p.op.end - p.op.start) as u32,
                 context_before,
                 context_after: 0,
-                tokens_before: scale(fit, p.before),
-                tokens_after: scale(fit, p.after),
+                tokens_before: scale(fit, before),
+                tokens_after: scale(fit, after),
                 summarizer_input: scale(fit, p.summarizer_input),
                 summarizer_output: scale(fit, p.simulated),
                 trigger: None,

@@ -3,6 +3,7 @@
 
 use super::context::Context;
 use super::summarizer::SummarizerModel;
+use crate::model::Part;
 use crate::plugin_host::RawDecision;
 use crate::tokens::TokenCounter;
 use ctxlab_plugin_api::{Op, OpKind, Scope};
@@ -64,6 +65,7 @@ fn kind_name(k: &OpKind) -> &'static str {
         OpKind::Pin => "pin",
         OpKind::Unpin => "unpin",
         OpKind::AllowSplit => "allow_split",
+        OpKind::DropResults { .. } => "drop_results",
     }
 }
 
@@ -250,6 +252,64 @@ pub(crate) fn check(
                             None => retext(ctx, i, t.clone(), counter),
                         }
                     }));
+                }
+            }
+            OpKind::DropResults { remove, contents } => {
+                let kept = remove.iter().filter(|&&r| !r).count();
+                if kept == 0 {
+                    return Err(format!(
+                        "{}: removes every part of the message (a drop does that)",
+                        what()
+                    ));
+                }
+                if contents.len() != kept {
+                    return Err(format!(
+                        "{}: {} contents for the {kept} parts its selection keeps",
+                        what(),
+                        contents.len()
+                    ));
+                }
+                let covered = split_allowed
+                    .iter()
+                    .any(|&(s, e)| s <= op.start && op.end <= e);
+                // What one tool result weighs besides its content (the counter's per-part
+                // overhead), gone with each removed result.
+                let result = Part::ToolResult {
+                    call_id: String::new(),
+                    content: String::new(),
+                    is_error: false,
+                };
+                let overhead = counter
+                    .count_parts(std::slice::from_ref(&result))
+                    .saturating_sub(counter.count_parts(&[]));
+                let parts = contents.join("\0");
+                for i in op.start..op.end {
+                    let k = ctx.results_in(i);
+                    if k == 0 || (remove.len() != k && remove.len() != k + 1) {
+                        return Err(format!(
+                            "{}: the message at position {i} carries {k} tool result(s); the \
+                             selection names {} (one per result, and one more for the rest of \
+                             its text)",
+                            what(),
+                            remove.len()
+                        ));
+                    }
+                    let split = ctx.results_split(i, remove);
+                    if split > 0 && !covered {
+                        return Err(format!(
+                            "{}: removes the result of a tool call that stays at position {i} \
+                             (an allow_split op before it lets a strategy that keeps orphans do so)",
+                            what()
+                        ));
+                    }
+                    plan.split_pairs += split;
+                    let removed = remove[..k].iter().filter(|&&r| r).count() as u64;
+                    let (_, tokens) = retext(ctx, i, contents.join("\n"), counter);
+                    // The parts stay NUL-separated for `Context::apply` to split at.
+                    p.texts.push((
+                        Rc::from(parts.as_str()),
+                        tokens.saturating_sub(removed * overhead),
+                    ));
                 }
             }
             OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => unreachable!("handled above"),

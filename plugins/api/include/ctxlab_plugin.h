@@ -17,7 +17,7 @@
  *     constant (op kind, flag) is added. Fields are never removed or reordered. 1.1 added the
  *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT, 1.3 the message's content counts (in what
  *     was padding, flagged by CTXLAB_FLAG_CONTENT), 1.4 per-result CTXLAB_OP_MASK parts and larger
- *     literal summaries under CTXLAB_OP_ALLOW_SPLIT. Set `size` to sizeof(ctxlab_plugin_table) as
+ *     literal summaries under CTXLAB_OP_ALLOW_SPLIT, 1.5 CTXLAB_OP_DROP_RESULTS. Set `size` to sizeof(ctxlab_plugin_table) as
  *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 4u
+#define CTXLAB_ABI_MINOR 5u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -159,6 +159,13 @@ typedef struct ctxlab_call {
  * run's split tool pairs. ABI 1.4: a literal summary there may be larger than what it replaces
  * (phi-core's "[Summary] <short reply>"). Changes nothing itself. */
 #define CTXLAB_OP_ALLOW_SPLIT 7u
+/* ABI 1.5: removes some tool results of each message in [start, end) and keeps the others.
+ * `text`: one '0' (keep) or '1' (remove) per tool result of the message in order, optionally one
+ * more for the rest of its text (what follows its results); then, for each part kept, a NUL and
+ * its new content. The message's text becomes the kept contents joined by "\n". A removed result
+ * whose call is in the context is a separated pair: only under CTXLAB_OP_ALLOW_SPLIT (counted).
+ * Removing every part is refused (use CTXLAB_OP_DROP); a 1.4 host refuses the kind as unknown. */
+#define CTXLAB_OP_DROP_RESULTS 8u
 
 /* Op scopes. */
 #define CTXLAB_SCOPE_PERSISTENT 0u /* the history changes for every later call (a compaction) */

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -197,6 +197,15 @@ pub const OP_UNPIN: u32 = 6;
 /// results (counted as split pairs), and (ABI 1.4) a literal summary there may be larger than what it
 /// replaces (phi-core writes `[Summary] <short reply>`); a 1.0 host refuses the op as unknown.
 pub const OP_ALLOW_SPLIT: u32 = 7;
+/// ABI 1.5: removes some of the tool results of each message in the range and keeps the others
+/// (phi-core counts each parallel tool result as a message of its own, and its boundaries may
+/// fall between two results of one host message). `text` is a selection, one `0` (keep) or `1`
+/// (remove) per tool result of the message in order, plus optionally one more for the rest of
+/// its text (what follows its results); then, for each part kept, a NUL (U+0000) and its new
+/// content. The message's text becomes the kept contents joined by "\n". Removing a result whose
+/// call is in the context separates the pair: only inside an `OP_ALLOW_SPLIT` range (counted).
+/// Removing every part is refused (that is a drop); a 1.4 host refuses the op as unknown.
+pub const OP_DROP_RESULTS: u32 = 8;
 
 /// The op changes the agent's history for every later call (a compaction).
 pub const SCOPE_PERSISTENT: u32 = 0;

@@ -160,6 +160,8 @@ unsafe fn sink_event(sink: &Sink, e: &Event) {
 }
 
 unsafe fn sink_op(sink: &Sink, op: &Op) {
+    // Owns an op text the SDK encodes (`DropResults`) until the host has copied it.
+    let text: String;
     let mut raw = EditOp {
         kind: OP_DROP,
         scope: match op.scope {
@@ -206,6 +208,11 @@ unsafe fn sink_op(sink: &Sink, op: &Op) {
         OpKind::Pin => raw.kind = OP_PIN,
         OpKind::Unpin => raw.kind = OP_UNPIN,
         OpKind::AllowSplit => raw.kind = OP_ALLOW_SPLIT,
+        OpKind::DropResults { remove, contents } => {
+            raw.kind = OP_DROP_RESULTS;
+            text = OpKind::drop_results_text(remove, contents);
+            raw.text = StrRef::new(&text);
+        }
     }
     (sink.push_op)(sink.ctx, &raw);
 }

@@ -293,6 +293,49 @@ pub enum OpKind {
     /// replaces (phi-core's `[Summary] <short reply>`). Must precede the removals it covers;
     /// changes nothing itself.
     AllowSplit,
+    /// ABI 1.5. Removes some tool results of each message in the range and keeps the others:
+    /// `remove[j]` says whether the message's j-th tool result goes; one more entry, when given,
+    /// is for the rest of its text (what follows its results). `contents` are the new contents
+    /// of the parts that stay, in order (one per `false`); the message's text becomes them
+    /// joined by "\n". A removed result whose call is in the context is a separated pair: only
+    /// inside an `AllowSplit` range (counted). Removing every part is refused: that is a `Drop`.
+    DropResults {
+        remove: Vec<bool>,
+        contents: Vec<String>,
+    },
+}
+
+impl OpKind {
+    /// `DropResults` as the op's text (`abi::OP_DROP_RESULTS`): the selection, then a NUL and
+    /// the content of each part kept.
+    pub fn drop_results_text(remove: &[bool], contents: &[String]) -> String {
+        let mut t: String = remove.iter().map(|&r| if r { '1' } else { '0' }).collect();
+        for c in contents {
+            t.push('\0');
+            t.push_str(c);
+        }
+        t
+    }
+
+    /// The op's text back as `DropResults`, or why it is not one.
+    pub fn parse_drop_results(text: &str) -> Result<OpKind, String> {
+        let mut parts = text.split('\0');
+        let selection = parts.next().unwrap_or("");
+        let remove = selection
+            .chars()
+            .map(|c| match c {
+                '0' => Ok(false),
+                '1' => Ok(true),
+                other => Err(format!(
+                    "drop_results selection holds {other:?}; expected only '0' (keep) and '1' (remove)"
+                )),
+            })
+            .collect::<Result<Vec<bool>, String>>()?;
+        Ok(OpKind::DropResults {
+            remove,
+            contents: parts.map(str::to_string).collect(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

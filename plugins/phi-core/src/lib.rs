@@ -181,14 +181,14 @@ impl Strategy for PhiCore {
                 step.after + sys,
             );
         }
-        let (fates, partial, unplaced) = tiers::fates(call, &outcome.items, &state.mirror);
-        if partial + unplaced > 0 {
+        let (fates, unplaced) = tiers::fates(call, &outcome.items, &state.mirror);
+        if unplaced > 0 {
             out.event(
                 EventKind::Note,
                 "host_message_granularity",
                 format!(
-                    "phi-core keeps only some of the tool results of {partial} message(s) (kept whole here) \
-                     and writes {unplaced} marker(s) with no whole message to stand in for (left out)"
+                    "phi-core writes {unplaced} marker(s) between two tool results of one message, \
+                     where no whole message stands for them (left out)"
                 ),
             );
         }
@@ -223,7 +223,8 @@ fn headroom(compact_at_pct: f64, system_prompt_tokens: u64, max: u64, estimated:
 /// Turns each host message's fate into ops over the view: runs of dropped messages are drops, a
 /// message replaced by phi-core's user message (with the dropped ones after it) is a literal
 /// summary, a cut tool output is a head/tail truncation when the host's cut gives phi-core's text,
-/// else its text replaced whole. Drops and summaries are applied as phi-core makes them
+/// else its text replaced whole, a message of several tool results phi-core keeps only some of
+/// loses the others (`DropResults`, ABI 1.5). Removals are applied as phi-core makes them
 /// (one `AllowSplit` over the context first): phi-core's level 2 and 3 boundaries may separate a tool call
 /// from its results, and `[Summary] <short reply>` is larger than the reply. The mirror takes the
 /// layout the host will hold once the ops are applied.
@@ -266,6 +267,41 @@ fn emit_ops(
                     }
                 }
                 layout.push(mirror.take(i));
+                i += 1;
+            }
+            Fate::Part(remove) => {
+                let contents: Vec<String> = tiers::unit_contents(call, i, mirror, outcome.cut[i])
+                    .into_iter()
+                    .zip(remove)
+                    .filter(|(_, &r)| !r)
+                    .map(|(c, _)| c)
+                    .collect();
+                let slot = &mirror.slots[i];
+                let est: u64 = match (&slot.l1, outcome.cut[i]) {
+                    (L1::Cut { units, .. }, true) => units
+                        .iter()
+                        .zip(remove)
+                        .filter(|(_, &r)| !r)
+                        .map(|(e, _)| e)
+                        .sum(),
+                    _ => slot
+                        .units
+                        .iter()
+                        .zip(remove)
+                        .filter(|(_, &r)| !r)
+                        .map(|(u, _)| u.est)
+                        .sum(),
+                };
+                out.op(
+                    OpKind::DropResults {
+                        remove: remove.clone(),
+                        contents,
+                    },
+                    scope,
+                    i..i + 1,
+                );
+                dirty.push(layout.len());
+                layout.push(Slot::rewritten(est));
                 i += 1;
             }
             Fate::Drop | Fate::Replace(_) => {

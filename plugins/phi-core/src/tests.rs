@@ -36,10 +36,12 @@ fn codes(d: &Decision) -> Vec<&str> {
 /// The decision without its `AllowSplit`, which must come first and cover the whole context when
 /// the decision removes anything (phi-core's removals are its own: they may split tool pairs).
 fn edits(mut d: Decision) -> Decision {
-    let removes = d
-        .ops
-        .iter()
-        .any(|o| matches!(o.kind, OpKind::Drop | OpKind::Summarize { .. }));
+    let removes = d.ops.iter().any(|o| {
+        matches!(
+            o.kind,
+            OpKind::Drop | OpKind::Summarize { .. } | OpKind::DropResults { .. }
+        )
+    });
     let allow = d.ops.iter().position(|o| o.kind == OpKind::AllowSplit);
     assert_eq!(allow, removes.then_some(0), "{:?}", d.ops.first());
     if allow.is_some() {
@@ -354,6 +356,117 @@ fn a_message_of_several_tool_results_is_several_phi_core_messages() {
     let mut s = strategy(json!({"system_prompt_tokens": 0}));
     let d = call.decide(s.as_mut()).map(edits).unwrap();
     assert_eq!(gauge(&d, "estimate"), ((1 + 1 + 8) + (2 + 1 + 8)) as f64);
+}
+
+/// One assistant message calling `ids`, and one tool message holding their results (`body`).
+fn parallel(ids: &[&str], body: &str) -> [TestMsg; 2] {
+    let tool = |id: &str, is_result: bool| ctxlab_plugin_api::testing::TestTool {
+        id: id.into(),
+        name: "read".into(),
+        body: if is_result { body.into() } else { "{}".into() },
+        is_result,
+        is_error: false,
+    };
+    let mut call = TestMsg::assistant(&vec!["{}"; ids.len()].join("\n"));
+    call.tools = ids.iter().map(|id| tool(id, false)).collect();
+    call.flags |= ctxlab_plugin_api::abi::FLAG_TOOL_CALL;
+    let mut results = TestMsg::tool_result(ids[0], "read", body);
+    results.tools = ids.iter().map(|id| tool(id, true)).collect();
+    results.text = vec![body; ids.len()].join("\n");
+    [call, results]
+}
+
+#[test]
+fn level2_removes_the_tool_results_before_its_boundary_out_of_a_message_of_several() {
+    // compact_messages.rs `level2_summarize_old_turns`: phi-core holds each parallel result as a
+    // message of its own and `boundary = len − keep_recent` counts them; here it falls after the
+    // first of three results: that one goes with its call's `[Summary]`, the other two stay.
+    // The host removes it out of the message (DropResults, ABI 1.5).
+    let body = "r".repeat(1_400);
+    let mut msgs = vec![TestMsg::user(&"q".repeat(400))];
+    msgs.extend(parallel(&["a", "b", "c"], &body));
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({"keep_recent": 2}));
+    let raw = call.decide(s.as_mut()).unwrap();
+    assert_eq!(
+        raw.ops.first().map(|o| (&o.kind, o.start, o.end)),
+        Some((&OpKind::AllowSplit, 0, 3))
+    );
+    let d = edits(raw);
+    assert_eq!(d.ops.len(), 2, "{:?}", d.ops);
+    assert_eq!(
+        (&d.ops[0].kind, d.ops[0].start),
+        (
+            &OpKind::Summarize {
+                role: Role::User,
+                max_tokens: 0,
+                summarizer_input_tokens: 0,
+                text: "[Summary] [Assistant used 3 tool(s)]".into(),
+            },
+            1
+        )
+    );
+    assert_eq!(
+        (&d.ops[1].kind, d.ops[1].start, d.ops[1].end),
+        (
+            &OpKind::DropResults {
+                remove: vec![true, false, false],
+                contents: vec![body.clone(), body.clone()],
+            },
+            2,
+            3
+        )
+    );
+    assert_eq!(codes(&d).last(), Some(&"level2_summarize_old_turns"));
+}
+
+#[test]
+fn level3_keeps_the_newest_results_of_a_message_of_several_that_fit() {
+    // compact_messages.rs `keep_within_budget_with_counter` (level 3 when keep_first and
+    // keep_recent overlap): the newest phi-core messages that fit the budget, counted per tool
+    // result. The first result (4,000 bytes on one line, left whole by level 1) does not fit;
+    // the second, cut by level 1 (`truncate_text_head_tail`), does and stays, cut. The marker
+    // stands in for the first whole message removed.
+    let long = "r".repeat(4_000);
+    let many = lines(100);
+    let [call_msg, mut results] = parallel(&["a", "b"], &long);
+    results.tools[1].body = many.clone();
+    results.text = format!("{long}\n{many}");
+    let msgs = vec![
+        TestMsg::user("go"),
+        call_msg,
+        results,
+        TestMsg::user(&"u".repeat(100)),
+        TestMsg::user(&"v".repeat(100)),
+    ];
+    let call = TestCall::new(msgs);
+    let mut s = small(json!({"keep_recent": 100, "legacy_tool_output_max_lines": 4}));
+    let d = call.decide(s.as_mut()).map(edits).unwrap();
+    assert_eq!(d.ops.len(), 2, "{:?}", d.ops);
+    assert_eq!(
+        (&d.ops[0].kind, d.ops[0].start, d.ops[0].end),
+        (
+            &OpKind::Summarize {
+                role: Role::User,
+                max_tokens: 0,
+                summarizer_input_tokens: 0,
+                text: "[Context compacted: 3 messages removed]".into(),
+            },
+            0,
+            2
+        )
+    );
+    assert_eq!(
+        (&d.ops[1].kind, d.ops[1].start, d.ops[1].end),
+        (
+            &OpKind::DropResults {
+                remove: vec![true, false],
+                contents: vec![tiers::head_tail(&many, 4).unwrap()],
+            },
+            2,
+            3
+        )
+    );
 }
 
 #[test]

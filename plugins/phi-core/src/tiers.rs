@@ -364,19 +364,23 @@ pub enum Fate {
     Drop,
     /// Replaced by a user message with this text (a summary or a marker).
     Replace(String),
+    /// Some of its phi-core messages stay: `true` for each that goes (its tool results, then
+    /// the trailing user text), as the host's `DropResults` (ABI 1.5) removes them.
+    Part(Vec<bool>),
 }
 
 /// Turns phi-core's resulting messages into a fate per host message. A host message some of
 /// whose phi-core messages phi-core keeps and some it drops (a message of several tool results
-/// cut by a boundary) is kept whole, except that one whose results all go and whose trailing user
-/// text stays becomes that text; a marker with no dropped host message to stand in for is
-/// left out. Returns the fates and how many of each such approximation were made.
-pub fn fates(call: &Call<'_>, items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize, usize) {
+/// cut by a boundary) loses the ones phi-core drops (`Fate::Part`), except that one whose results
+/// all go and whose trailing user text stays becomes that text (a user message, as phi-core
+/// holds it); a marker with no dropped host message to stand in for (phi-core puts it between
+/// two tool results of one host message) is left out. Returns the fates and how many such
+/// markers were left out.
+pub fn fates(call: &Call<'_>, items: &[Item], mirror: &Mirror) -> (Vec<Fate>, usize) {
     let n = mirror.slots.len();
     let mut kept = vec![0u32; n];
-    // The user text after a message's tool results, kept while its results go (phi-core keeps
-    // user messages): the message becomes that text alone.
-    let mut kept_rest = vec![false; n];
+    // Which phi-core messages of a message of several stay (filled for those only).
+    let mut stays: Vec<Vec<bool>> = vec![Vec::new(); n];
     let mut fate: Vec<Fate> = mirror
         .slots
         .iter()
@@ -391,30 +395,36 @@ pub fn fates(call: &Call<'_>, items: &[Item], mirror: &Mirror) -> (Vec<Fate>, us
     for it in items {
         match &it.what {
             What::Unit { slot, unit } => {
-                let s = &mirror.slots[*slot as usize];
-                kept[*slot as usize] += 1;
-                if let Shape::Results { extra: Some(_), .. } = s.shape {
-                    kept_rest[*slot as usize] |= *unit as usize + 1 == s.units.len();
+                let (slot, unit) = (*slot as usize, *unit as usize);
+                let units = mirror.slots[slot].units.len();
+                kept[slot] += 1;
+                if units > 1 {
+                    if stays[slot].is_empty() {
+                        stays[slot] = vec![false; units];
+                    }
+                    stays[slot][unit] = true;
                 }
             }
             What::Summary { slot, text } => fate[*slot as usize] = Fate::Replace(text.clone()),
             What::Marker(_) => {}
         }
     }
-    let mut partial = 0;
     for i in 0..n {
-        if kept[i] == 1 && kept_rest[i] {
-            if let Shape::Results { extra: Some(e), .. } = mirror.slots[i].shape {
+        if kept[i] == 0 {
+            continue;
+        }
+        let units = mirror.slots[i].units.len();
+        if kept[i] as usize == units {
+            fate[i] = Fate::Keep;
+            continue;
+        }
+        if let Shape::Results { extra: Some(e), .. } = mirror.slots[i].shape {
+            if kept[i] == 1 && stays[i][units - 1] {
                 fate[i] = Fate::Replace(call.msg(i).text()[e..].to_string());
                 continue;
             }
         }
-        if kept[i] > 0 {
-            if (kept[i] as usize) < mirror.slots[i].units.len() {
-                partial += 1;
-            }
-            fate[i] = Fate::Keep;
-        }
+        fate[i] = Fate::Part(stays[i].iter().map(|&s| !s).collect());
     }
     // A marker stands in for the first dropped host message between the items around it.
     let slot_of = |it: &Item| match &it.what {
@@ -439,5 +449,47 @@ pub fn fates(call: &Call<'_>, items: &[Item], mirror: &Mirror) -> (Vec<Fate>, us
             _ => {}
         }
     }
-    (fate, partial, unplaced)
+    (fate, unplaced)
+}
+
+/// The content of each phi-core message of the tool-result message at `slot` as level 1 left
+/// it: each result's body (cut or not), then the trailing user text; for a message whose text
+/// is not its results joined (`Body::Whole`), the whole text is the first result's and the
+/// others are empty.
+pub fn unit_contents(call: &Call<'_>, slot: usize, mirror: &Mirror, cut: bool) -> Vec<String> {
+    let s = &mirror.slots[slot];
+    let m = call.msg(slot);
+    if cut {
+        if let L1::Cut { text, parts, .. } = &s.l1 {
+            return match parts {
+                Some(p) => p.split('\0').map(str::to_string).collect(),
+                None => {
+                    let mut v = vec![String::new(); s.units.len()];
+                    v[0] = text.clone();
+                    v
+                }
+            };
+        }
+    }
+    match s.shape {
+        Shape::Results {
+            body: Body::Tools,
+            extra,
+        } => {
+            let mut v: Vec<String> = m
+                .tools()
+                .filter(|t| t.is_result())
+                .map(|t| t.body().to_string())
+                .collect();
+            if let Some(e) = extra {
+                v.push(m.text()[e..].to_string());
+            }
+            v
+        }
+        _ => {
+            let mut v = vec![String::new(); s.units.len()];
+            v[0] = m.text().to_string();
+            v
+        }
+    }
 }

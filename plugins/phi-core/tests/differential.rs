@@ -9,8 +9,10 @@
 //!   does;
 //! - when it fires, `phi_core::context::compact_messages` gives phi-core's messages; the strategy's
 //!   ops, applied to the view as the host applies them and converted the same way, must give the
-//!   same messages (texts of summaries and markers included) in at least 99 % of compactions.
-//!   Every difference is printed with its log, call and first differing message.
+//!   same messages (texts of summaries and markers included) at every compaction, and the
+//!   host's own context at the agent's next call (the ops as the host really applied them) must
+//!   be phi-core's messages too. Every difference is printed with its log, call and first
+//!   differing message.
 //!
 //! Needs ../shared/real-logs beside the checkout; fails loudly when it is missing.
 
@@ -127,6 +129,25 @@ fn apply(view: &[VMsg], ops: &[Op]) -> Vec<VMsg> {
                     } else {
                         m.retext(placeholder.clone());
                     }
+                }
+            }
+            OpKind::DropResults { remove, contents } => {
+                // ABI 1.5: the selected results go; what stays gets its part (src/replay/
+                // context.rs `strip_results`, then the parts as a 1.4 mask).
+                for m in &mut out[op.start..op.end] {
+                    let mut k = 0;
+                    m.tools.retain(|t| {
+                        if !t.is_result {
+                            return true;
+                        }
+                        k += 1;
+                        !remove[k - 1]
+                    });
+                    let mut parts = contents.iter();
+                    for t in m.tools.iter_mut().filter(|t| t.is_result) {
+                        t.body = parts.next().cloned().unwrap_or_default();
+                    }
+                    m.text = contents.join("\n");
                 }
             }
             OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => {}
@@ -313,9 +334,13 @@ struct Tally {
     compactions: u64,
     same_messages: u64,
     levels: [u64; 3],
-    /// Differences at calls where the strategy names the host's message granularity (a message
-    /// of several tool results phi-core keeps only part of): docs/strategies/phi-core.md.
+    /// Differences at calls where the strategy names the host's message granularity (a marker
+    /// phi-core writes between two tool results of one host message): docs/strategies/phi-core.md.
     granularity: u64,
+    /// Compactions after which the host's own context (the next call's view, as the host applied
+    /// the ops) was checked against phi-core's messages, and how many were the same.
+    host_checked: u64,
+    host_same: u64,
     differences: Vec<String>,
 }
 
@@ -328,6 +353,9 @@ struct Differ {
     /// phi-core's messages of each host message, by (id, text address, text length): converted
     /// once per version of a message.
     cache: HashMap<(u64, usize, usize), (Vec<AgentMessage>, usize)>,
+    /// phi-core's messages after the last compaction of each agent: what the host must hold at
+    /// the agent's next call, before that call's new messages.
+    pending: HashMap<String, Vec<Value>>,
 }
 
 impl Strategy for Differ {
@@ -349,6 +377,20 @@ impl Strategy for Differ {
             live.insert(key, entry);
         }
         self.cache = live;
+        // The host applied the previous compaction itself (src/replay/context.rs): its context
+        // now must be phi-core's messages.
+        let held = self.pending.remove(call.agent()).map(|expected| {
+            let old = call.len() - (call.new_messages() as usize).min(call.len());
+            let now: Vec<Value> = call
+                .messages()
+                .take(old)
+                .flat_map(|m| {
+                    let key = (m.id(), m.text().as_ptr() as usize, m.text().len());
+                    self.cache[&key].0.iter().map(norm).collect::<Vec<_>>()
+                })
+                .collect();
+            (now == expected, now.len(), expected.len())
+        });
         let max = self.cfg.max_context_tokens;
         let comp = &self.cfg.compaction;
         let headroom = comp.compact_at_pct
@@ -365,6 +407,18 @@ impl Strategy for Differ {
         let mut guard = TALLY.lock().unwrap();
         let t = guard.get_or_insert_with(Tally::default);
         t.calls += 1;
+        if let Some((same, now, expected)) = held {
+            t.host_checked += 1;
+            if same {
+                t.host_same += 1;
+            } else {
+                t.differences.push(format!(
+                    "{log} call {}: the host holds {now} messages after the previous compaction, \
+                     phi-core {expected} (or they differ)",
+                    call.call_index()
+                ));
+            }
+        }
         if fires == phi_fires {
             t.same_decision += 1;
         } else {
@@ -392,6 +446,8 @@ impl Strategy for Differ {
             })
             .collect();
         let phi_out = compact_messages(phi_in.clone(), &self.cfg);
+        self.pending
+            .insert(call.agent().to_string(), phi_out.iter().map(norm).collect());
         let phi_changed = phi_out.len() != phi_in.len()
             || phi_out.iter().zip(&phi_in).any(|(a, b)| norm(a) != norm(b));
         if !phi_changed && out.ops.is_empty() {
@@ -480,6 +536,7 @@ impl StrategyFactory for DifferFactory {
             inner: ContextStrategy.create(params)?,
             cfg,
             cache: HashMap::new(),
+            pending: HashMap::new(),
         }))
     }
     fn import(&self, format: &str, text: &str) -> Result<Value, String> {
@@ -685,7 +742,7 @@ fn the_strategy_decides_as_phi_core_0_15_2_on_every_real_log_and_sample() {
             }
         };
         report.push(format!(
-            "{name}: {} calls, same decision {:.2} %, same estimate {} calls; {} compactions (L1 {}, L2 {}, L3 {}), same messages {:.2} % ({} differ by host message granularity)",
+            "{name}: {} calls, same decision {:.2} %, same estimate {} calls; {} compactions (L1 {}, L2 {}, L3 {}), same messages {:.2} % ({} differ by host message granularity); the host's own context after each call phi-core fires at is phi-core's at {} of {} next calls",
             t.calls,
             pct(t.same_decision, t.calls),
             t.estimate_same,
@@ -694,7 +751,9 @@ fn the_strategy_decides_as_phi_core_0_15_2_on_every_real_log_and_sample() {
             t.levels[1],
             t.levels[2],
             pct(t.same_messages, t.compactions),
-            t.granularity
+            t.granularity,
+            t.host_same,
+            t.host_checked
         ));
         all_compactions += t.compactions;
         all_same += t.same_messages;
@@ -704,6 +763,7 @@ fn the_strategy_decides_as_phi_core_0_15_2_on_every_real_log_and_sample() {
         failed |= t.same_decision != t.calls;
         // Every difference is the one named in the docs; no other kind is tolerated.
         failed |= t.same_messages + t.granularity != t.compactions;
+        failed |= t.host_same != t.host_checked || t.host_checked == 0;
         let level = match *name {
             "L1" => Some(0),
             "L2" => Some(1),
@@ -723,9 +783,10 @@ fn the_strategy_decides_as_phi_core_0_15_2_on_every_real_log_and_sample() {
     report.push(format!(
         "all sets: {all_compactions} compactions, same messages {overall:.2} %"
     ));
-    // The issue asks 99 %; what is left is the host's message granularity (docs). Held at the
-    // level reached so that any regression fails.
-    failed |= overall < 98.0;
+    // Every compaction gives phi-core's messages since the host removes single tool results
+    // (ABI 1.5); the one difference left by name (a marker phi-core writes between two results of
+    // one host message, docs/strategies/phi-core.md) does not occur in this corpus.
+    failed |= overall < 100.0;
     for r in &report {
         eprintln!("{r}");
     }

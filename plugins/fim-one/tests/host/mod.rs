@@ -100,6 +100,7 @@ pub fn apply(call: &TestCall, d: &Decision) -> Vec<TestMsg> {
             let Some(m) = msgs[p].as_mut() else { continue };
             match &op.kind {
                 OpKind::AllowSplit => {}
+                OpKind::DropResults { .. } => unreachable!("FIM One removes whole messages only"),
                 OpKind::Pin => m.flags |= FLAG_PINNED,
                 OpKind::Unpin => m.flags &= !FLAG_PINNED,
                 OpKind::Mask { placeholder } => {

@@ -176,6 +176,7 @@ impl Sim {
                     }
                 }
                 OpKind::Unpin | OpKind::Truncate { .. } | OpKind::AllowSplit => {}
+                OpKind::DropResults { .. } => unreachable!("fuseraft removes whole messages only"),
             }
         }
         let input: u64 = ctx.iter().map(|m| m.token_count()).sum();
