@@ -230,3 +230,47 @@ fn values_phi_core_would_refuse_are_refused_with_the_reason() {
         );
     }
 }
+
+#[test]
+fn the_schema_defaults_are_phi_cores_own_defaults() {
+    // src/context/config.rs `impl Default for ContextConfig` / `CompactionConfig`,
+    // src/context/execution.rs `impl Default for ExecutionLimits`: an untuned parameter means
+    // what phi-core does without it, including the legacy fields its file cannot set (they stay
+    // these defaults in every agent phi-core builds from a file).
+    let reg = registry();
+    let e = reg.require("phi-core.context").unwrap();
+    let p = Params::resolve(&e.meta.params, &json!({})).unwrap();
+    let ctx = ContextConfig::default();
+    let c = &ctx.compaction;
+    let limits = phi_core::context::ExecutionLimits::default();
+    let ints = [
+        ("max_context_tokens", ctx.max_context_tokens as u64),
+        ("system_prompt_tokens", ctx.system_prompt_tokens as u64),
+        ("keep_first_turns", c.keep_first_turns as u64),
+        ("keep_recent_turns", c.keep_recent_turns as u64),
+        ("max_summary_tokens", c.max_summary_tokens as u64),
+        ("tool_output_max_lines", c.tool_output_max_lines as u64),
+        ("keep_recent", ctx.keep_recent as u64),
+        ("keep_first", ctx.keep_first as u64),
+        (
+            "legacy_tool_output_max_lines",
+            ctx.tool_output_max_lines as u64,
+        ),
+        ("max_turns", limits.max_turns as u64),
+        ("max_total_tokens", limits.max_total_tokens as u64),
+        ("max_duration_secs", limits.max_duration.as_secs()),
+    ];
+    for (name, want) in ints {
+        assert_eq!(p.uint(name), want, "{name}");
+    }
+    assert_eq!(p.float("compact_at_pct"), c.compact_at_pct);
+    assert_eq!(
+        p.float("compact_budget_threshold_pct"),
+        c.compact_budget_threshold_pct
+    );
+    assert_eq!(p.get("focus_message").as_str().unwrap_or(""), "");
+    assert!(c.focus_message.is_none());
+    // max_cost 0 means none (phi-core's `None`).
+    assert_eq!(p.float("max_cost"), 0.0);
+    assert!(limits.max_cost.is_none());
+}
