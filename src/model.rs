@@ -47,6 +47,11 @@ pub struct Session {
     /// the session's display name falls back to it (`naming::display_name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The largest output limit the log's requests asked for (an HTTP capture's `max_tokens`,
+    /// `max_completion_tokens`, `max_output_tokens` or Gemini `maxOutputTokens`); a replay's
+    /// budget takes it before the model table's (`replay::resolve_limits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
 }
 
 /// Where a session came from.

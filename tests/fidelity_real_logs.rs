@@ -228,3 +228,119 @@ fn llm_trace_openai_and_gemini_captures() {
         100.0,
     );
 }
+
+// ---- Budget honesty (issue #15, item 5) -----------------------------------------------------
+
+/// The `recorded` baseline with the budget ctxlab resolves on its own (log, model table, else
+/// assumed from the log).
+fn recorded_run(rel: &str) -> replay::Run {
+    let s = load(rel).remove(0);
+    let o = ReplayOptions::new(tokens::counter_for("auto", &s).unwrap());
+    replay::run(&s, StrategySpec::Recorded, &o).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every call a log recorded was sent: the `recorded` baseline never shows one over the window,
+/// whatever the budget's figures came from. pi's model-table limit (64k output) is lowered to
+/// what its 185,952-token call left; the Codex logs' window is their input budget.
+#[test]
+fn the_recorded_baseline_is_never_over_the_window() {
+    for rel in [
+        "pi-agent_pi-mono/session.jsonl",
+        "codex-cli_gildore-arena/codex-session.jsonl",
+        "llm-trace-proxy_wang0618/claude-code.jsonl",
+        "claude-code_posthog-impact/claude-session.jsonl",
+        "anthropic-managed-agents_open-hai/transcript.jsonl",
+    ] {
+        let run = recorded_run(rel);
+        assert_eq!(run.metrics.calls_over_window, 0, "{rel}: {:?}", run.budget);
+        let peak = run.recorded.as_ref().unwrap().peak_context;
+        assert!(
+            peak + run.budget.max_output <= run.budget.context_window,
+            "{rel}: {peak} + {:?}",
+            run.budget
+        );
+        assert!(
+            !run.budget_assumed.iter().any(|n| n.contains("contradicts")),
+            "{rel}: {:?}",
+            run.budget_assumed
+        );
+    }
+    let pi = recorded_run("pi-agent_pi-mono/session.jsonl");
+    assert_eq!(pi.budget.max_output, 200_000 - 185_952);
+    assert!(
+        pi.budget_assumed
+            .iter()
+            .any(|n| n.starts_with("max output lowered from 64,000 to 14,048")),
+        "{:?}",
+        pi.budget_assumed
+    );
+    // Codex's model_context_window (272,000 × 95 %) already sets the output aside.
+    let gildore = recorded_run("codex-cli_gildore-arena/codex-session.jsonl");
+    assert_eq!(gildore.budget.context_window, 258_400);
+    assert_eq!(gildore.budget.max_output, 0);
+}
+
+/// A capture records the output limit each request asked for: the budget takes it from there.
+#[test]
+fn the_output_limit_a_capture_records_is_the_budgets() {
+    for (rel, max) in [
+        ("llm-trace-proxy_wang0618/claude-code.jsonl", 32_000),
+        ("llm-trace-proxy_wang0618/nanobot.jsonl", 8_192),
+    ] {
+        let s = load(rel).remove(0);
+        assert_eq!(s.max_output, Some(max), "{rel}");
+        let run = recorded_run(rel);
+        assert_eq!(run.budget.max_output, max, "{rel}");
+        let note = format!(
+            "max output {} from the log's requests",
+            ctxlab::fmt::fmt_tokens(max)
+        );
+        assert!(
+            run.budget_assumed.iter().any(|n| n.starts_with(&note)),
+            "{rel}: {:?}",
+            run.budget_assumed
+        );
+        // The assumed window holds the largest context with the output asked for.
+        let peak = run.recorded.as_ref().unwrap().peak_context;
+        assert!(run.budget.fits(peak), "{rel}: {peak} in {:?}", run.budget);
+    }
+}
+
+/// A budget the caller gives is kept, and a log it contradicts says so: the recorded baseline
+/// then shows those calls over the window (input + max output > window, one definition).
+#[test]
+fn a_given_budget_the_log_contradicts_is_warned_about() {
+    let rel = "pi-agent_pi-mono/session.jsonl";
+    let s = load(rel).remove(0);
+    let mut o = ReplayOptions::new(tokens::counter("heuristic").unwrap());
+    let b = replay::Budget {
+        context_window: 200_000,
+        max_output: 64_000,
+        reserve: 0,
+    };
+    o.budget = Some(b);
+    let run = replay::run(&s, StrategySpec::Recorded, &o).unwrap();
+    let over = s
+        .calls
+        .iter()
+        .filter_map(|c| c.usage)
+        .filter(|u| u.context_tokens() + 64_000 > 200_000)
+        .count();
+    assert!(over > 0);
+    // Calls the log recorded are judged by what they sent; the others by the reconstruction.
+    let recorded_over = run
+        .samples
+        .iter()
+        .filter(|x| x.recorded.is_some_and(|u| u.context_tokens() > 0) && x.over_window)
+        .count();
+    assert_eq!(recorded_over, over);
+    assert!(run.metrics.calls_over_window >= over as u64);
+    let w = run
+        .budget_assumed
+        .iter()
+        .find(|n| n.starts_with("warning: the log contradicts this budget"))
+        .unwrap_or_else(|| panic!("{:?}", run.budget_assumed));
+    assert!(w.contains(&format!("{over} recorded calls")), "{w}");
+    assert!(w.contains("up to 185,952 tokens"), "{w}");
+    assert!(b.over_window(136_001) && !b.over_window(136_000));
+}

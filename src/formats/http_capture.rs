@@ -95,6 +95,9 @@ struct Exchange {
     model: Option<String>,
     request_id: Option<String>,
     timestamp: Option<i64>,
+    /// The output limit the request asked for (`max_tokens`, `max_completion_tokens`,
+    /// `max_output_tokens`, Gemini `generationConfig.maxOutputTokens`).
+    max_output: Option<u64>,
     /// A token-counting request: no model call.
     count_only: bool,
     /// Gemini: the call numbering of the request, continued by the reply.
@@ -138,6 +141,7 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
         model: None,
         request_id: line.id.0,
         timestamp: line.timestamp.0.as_deref().and_then(parse_ms),
+        max_output: None,
         count_only: false,
         reply_ids: None,
     };
@@ -215,6 +219,8 @@ struct AnRequest<'a> {
     system: StrOrBlocks<Block<'a>>,
     #[serde(default)]
     tools: Vec<NamedTool>,
+    #[serde(default)]
+    max_tokens: Count,
 }
 
 #[derive(Deserialize)]
@@ -263,6 +269,7 @@ fn anthropic_request(body: &str, x: &mut Exchange) -> std::result::Result<(), St
     let r: AnRequest<'_> = serde_json::from_str(body)
         .map_err(|e| format!("expected an Anthropic Messages request body: {e}"))?;
     x.model = r.model.0;
+    x.max_output = r.max_tokens.0;
     let mut system = Vec::new();
     push_blocks(r.system, &mut system);
     x.system = text_of(&system);
@@ -426,12 +433,23 @@ struct OaRequest {
     messages: Vec<OaMessage>,
     #[serde(default)]
     tools: Vec<NamedTool>,
+    #[serde(default)]
+    max_tokens: Count,
+    #[serde(default)]
+    max_completion_tokens: Count,
+    #[serde(default)]
+    max_output_tokens: Count,
 }
 
 fn openai_request(body: &str, x: &mut Exchange) -> std::result::Result<(), String> {
     let r: OaRequest = serde_json::from_str(body)
         .map_err(|e| format!("expected an OpenAI chat-completions request body: {e}"))?;
     x.model = r.model.0;
+    x.max_output = r
+        .max_completion_tokens
+        .0
+        .or(r.max_output_tokens.0)
+        .or(r.max_tokens.0);
     x.tools = tool_names(r.tools);
     for m in r.messages {
         let (role, parts) =
@@ -533,6 +551,14 @@ struct GmRequest {
     tools: Vec<Map<String, Value>>,
     #[serde(default)]
     model: LenientStr,
+    #[serde(rename = "generationConfig", alias = "generation_config", default)]
+    generation: GmGeneration,
+}
+
+#[derive(Deserialize, Default)]
+struct GmGeneration {
+    #[serde(rename = "maxOutputTokens", alias = "max_output_tokens", default)]
+    max_output: Count,
 }
 
 #[derive(Deserialize, Default)]
@@ -648,6 +674,7 @@ fn gemini_request(body: &str, x: &mut Exchange) -> std::result::Result<(), Strin
     let r: GmRequest = serde_json::from_str(body)
         .map_err(|e| format!("expected a Gemini request body with `contents`: {e}"))?;
     x.model = r.model.0;
+    x.max_output = r.generation.max_output.0;
     let mut ids = GmIds::default();
     if let Some(s) = r.system {
         x.system = text_of(&gemini_parts(s.parts, &mut GmIds::default()));
@@ -1156,6 +1183,9 @@ impl JsonSink for Build<'_> {
         }
         if self.s.agents[agent].model.is_none() {
             self.s.agents[agent].model = x.model.clone();
+        }
+        if let Some(m) = x.max_output {
+            self.s.max_output = Some(self.s.max_output.map_or(m, |o| o.max(m)));
         }
         self.s.calls.push(Call {
             agent,

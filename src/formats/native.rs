@@ -34,6 +34,9 @@ struct Header {
     /// `Session::project`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     project: Option<String>,
+    /// `Session::max_output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_output: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -77,6 +80,7 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
         estimate_only: s.estimate_only,
         context_window: s.context_window,
         project: s.project.clone(),
+        max_output: s.max_output,
     };
     let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
         r.write_json(w)?;
@@ -163,6 +167,7 @@ impl JsonSink for Sink {
             self.s.estimate_only = h.estimate_only;
             self.s.context_window = h.context_window;
             self.s.project = h.project;
+            self.s.max_output = h.max_output;
             return Ok(());
         }
         match serde_json::from_slice::<Record>(json)? {

@@ -599,11 +599,12 @@ impl<'s, 'o> Engine<'s, 'o> {
             cache_read,
             cache_write,
             cost_usd: 0.0,
-            over_window: input
-                > self
-                    .budget
-                    .context_window
-                    .saturating_sub(self.budget.max_output),
+            // The log proves a call it recorded was sent: the `recorded` baseline judges those
+            // by the recorded context, not by its reconstruction of it.
+            over_window: self.budget.over_window(match call.usage {
+                Some(u) if self.recorded && u.context_tokens() > 0 => u.context_tokens(),
+                _ => input,
+            }),
             recorded: call.usage,
             needed_facts: needed,
             recalled_lower: lower,

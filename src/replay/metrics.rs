@@ -29,7 +29,9 @@ pub struct Sample {
     pub cache_read: u64,
     pub cache_write: u64,
     pub cost_usd: f64,
-    /// The input alone exceeds the context window: the call could not have been sent.
+    /// The call does not fit the budget (`Budget::over_window`: input + max output > window), so
+    /// it could not have been sent. The `recorded` baseline judges a call the log recorded by its
+    /// recorded context: it was sent.
     pub over_window: bool,
     /// The usage the log recorded for this call.
     pub recorded: Option<Usage>,

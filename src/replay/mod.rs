@@ -60,6 +60,26 @@ pub struct Budget {
     pub reserve: u64,
 }
 
+impl Budget {
+    /// The most a call can send: the window less the output the request asks for (the provider
+    /// keeps room for `max_output` inside the window). `reserve`, a strategy's own margin, is not
+    /// part of it.
+    pub fn input_limit(&self) -> u64 {
+        self.context_window.saturating_sub(self.max_output)
+    }
+
+    /// A call of `input` tokens fits the budget: `input + max_output ≤ context_window`.
+    pub fn fits(&self, input: u64) -> bool {
+        input <= self.input_limit()
+    }
+
+    /// The one definition of "over the window" (`Sample::over_window`, docs/metrics.md): the call
+    /// does not fit (`fits`), so it could not have been sent.
+    pub fn over_window(&self, input: u64) -> bool {
+        !self.fits(input)
+    }
+}
+
 /// Context windows models are offered with, smallest first: a model whose window neither the log
 /// nor the table gives is assumed to run on the smallest that holds the largest context its log
 /// recorded. By provider where the name tells it (`standard_windows`).
@@ -347,13 +367,23 @@ fn smallest_holding(standard: &[u64], tokens: u64) -> u64 {
         .unwrap_or(standard[standard.len() - 1])
 }
 
-/// The budget of the session: the context window the log records (`Session::context_window`),
-/// else its model's from the model table; the maximum output from the table. What neither gives
-/// is assumed from the log: the window is the smallest standard one of the model's provider
-/// (`standard_windows`) that holds the largest context the log recorded, the maximum output the
-/// smallest standard limit (`STANDARD_MAX_OUTPUTS`) that holds the largest recorded output.
-/// `Limits::assumed` says which figures were assumed or taken from the log, and why. An error only
-/// when the log records no usage to assume the window from.
+/// The budget of the session, each figure from the first source that has it:
+/// - the context window the log records (`Session::context_window`), else the model table's
+///   window for the session's model, else assumed: the smallest standard window of the model's
+///   provider (`standard_windows`) that holds the largest context the log recorded plus the output
+///   limit its requests asked for; a table window smaller than what the log recorded is replaced
+///   the same way (the log proves the larger window);
+/// - the maximum output the log's requests asked for (`Session::max_output`), else 0 when the
+///   window came from the log (Codex's `model_context_window` is already the input budget: the
+///   model's input limit × its effective percent, the output set aside), else the model table's,
+///   else assumed: the smallest standard limit (`STANDARD_MAX_OUTPUTS`) that holds the largest
+///   recorded output;
+/// - then the log is held to the one definition of "over the window" (`Budget::over_window`):
+///   every call it recorded was sent, so a maximum output the log did not record is lowered
+///   until its largest recorded context fits (`window − context`), and a contradiction that
+///   remains is reported (`budget_contradiction`).
+/// `Limits::assumed` says which figures were taken from the log, assumed or lowered, and why. An
+/// error only when the log records no usage to assume the window from.
 pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> {
     let name = session_model(session);
     let entry = name.and_then(|m| models.find(m));
@@ -370,8 +400,48 @@ pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> 
         (Some(m), Some(_)) => format!("the model table gives none for {m}"),
     };
     let usage = || session.calls.iter().filter_map(|c| c.usage);
+    let peak = usage().map(|u| u.context_tokens()).max().unwrap_or(0);
     let mut assumed = Vec::new();
     let table_window = entry.and_then(|e| e.context_window);
+    let table_output = entry.and_then(|e| e.max_output);
+    // The output limit the log itself records, or implies.
+    let mut output_note = None;
+    let log_output = match (session.max_output, session.context_window) {
+        (Some(m), _) => {
+            output_note = Some(format!(
+                "max output {} from the log's requests{}",
+                fmt_tokens(m),
+                match table_output {
+                    Some(t) if t != m => format!(" (the model table gives {})", fmt_tokens(t)),
+                    _ => String::new(),
+                }
+            ));
+            Some(m)
+        }
+        (None, Some(w)) => {
+            output_note = Some(format!(
+                "max output 0: the log's window, {}, is the input the agent may send (its output already set aside)",
+                fmt_tokens(w)
+            ));
+            Some(0)
+        }
+        (None, None) => None,
+    };
+    let assume_window = |what: String, assumed: &mut Vec<String>| -> u64 {
+        let need = peak + log_output.unwrap_or(0);
+        let (standard, provider) = standard_windows(name);
+        let w = smallest_holding(standard, need);
+        assumed.push(format!(
+            "context window {} assumed: {what}; it is the smallest standard {provider}window that holds the largest recorded context, {} tokens{}",
+            fmt_tokens(w),
+            fmt_tokens(peak),
+            match log_output {
+                Some(m) if m > 0 => format!(", with the {} output tokens its requests asked for", fmt_tokens(m)),
+                _ => String::new(),
+            }
+        ));
+        w
+    };
     let context_window = match (session.context_window, table_window) {
         (Some(w), t) => {
             assumed.push(format!(
@@ -384,45 +454,83 @@ pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> 
             ));
             w
         }
+        (None, Some(w)) if w < peak => assume_window(
+            format!(
+                "the log recorded a context of {} tokens, above the model table's {} for {}",
+                fmt_tokens(peak),
+                fmt_tokens(w),
+                name.unwrap_or("its model")
+            ),
+            &mut assumed,
+        ),
         (None, Some(w)) => w,
         (None, None) => {
-            let peak = usage().map(|u| u.context_tokens()).max().unwrap_or(0);
             if peak == 0 {
                 return Err(Error::Invalid(format!(
                     "the context window is unknown ({why}) and the log records no usage to assume it from; pass the budget (--window N --max-output N) or add the model to models.toml"
                 )));
             }
-            let (standard, provider) = standard_windows(name);
-            let w = smallest_holding(standard, peak);
-            assumed.push(format!(
-                "context window {} assumed: {why}; it is the smallest standard {provider}window that holds the largest recorded context, {} tokens",
-                fmt_tokens(w),
-                fmt_tokens(peak)
-            ));
-            w
+            assume_window(why.clone(), &mut assumed)
         }
     };
-    let max_output = match entry.and_then(|e| e.max_output) {
-        Some(m) => m,
-        None => {
-            let peak = usage().map(|u| u.output).max().unwrap_or(0);
-            let m = smallest_holding(STANDARD_MAX_OUTPUTS, peak).min(context_window);
+    assumed.extend(output_note);
+    let max_output = match (log_output, table_output) {
+        (Some(m), _) => m,
+        (None, Some(m)) => m,
+        (None, None) => {
+            let peak_out = usage().map(|u| u.output).max().unwrap_or(0);
+            let m = smallest_holding(STANDARD_MAX_OUTPUTS, peak_out).min(context_window);
             assumed.push(format!(
                 "max output {} assumed: {why}; it is the smallest standard limit that holds the largest recorded output, {} tokens",
                 fmt_tokens(m),
-                fmt_tokens(peak)
+                fmt_tokens(peak_out)
             ));
             m
         }
     };
-    Ok(Limits {
-        budget: Budget {
-            context_window,
-            max_output,
-            reserve: 0,
-        },
-        assumed,
-    })
+    let mut budget = Budget {
+        context_window,
+        max_output,
+        reserve: 0,
+    };
+    // The log's calls were sent: a limit it did not record gives way to them.
+    if log_output.is_none() && !budget.fits(peak) {
+        let lowered = context_window.saturating_sub(peak);
+        assumed.push(format!(
+            "max output lowered from {} to {}: the log's largest call sent {} tokens of context within the {} window, so it asked for at most {}",
+            fmt_tokens(max_output),
+            fmt_tokens(lowered),
+            fmt_tokens(peak),
+            fmt_tokens(context_window),
+            fmt_tokens(lowered)
+        ));
+        budget.max_output = lowered;
+    }
+    assumed.extend(budget_contradiction(session, &budget));
+    Ok(Limits { budget, assumed })
+}
+
+/// A warning when the log contradicts `budget`: calls it recorded (so they were sent) whose
+/// context is over the window by `Budget::over_window`. The `recorded` baseline shows them over
+/// the window; `None` when every recorded call fits.
+pub fn budget_contradiction(session: &Session, budget: &Budget) -> Option<String> {
+    let over: Vec<u64> = session
+        .calls
+        .iter()
+        .filter_map(|c| c.usage.map(|u| u.context_tokens()))
+        .filter(|&t| !budget.fits(t))
+        .collect();
+    let peak = over.iter().copied().max()?;
+    Some(format!(
+        "warning: the log contradicts this budget: {} recorded call{} sent more than the {} tokens it leaves for input (window {} − max output {}), up to {} tokens; the recorded baseline shows {} over the window",
+        over.len(),
+        if over.len() == 1 { "" } else { "s" },
+        fmt_tokens(budget.input_limit()),
+        fmt_tokens(budget.context_window),
+        fmt_tokens(budget.max_output),
+        fmt_tokens(peak),
+        if over.len() == 1 { "it" } else { "them" }
+    ))
 }
 
 /// Replays `session` through `strategy`. Replaying one session several times (several strategies,
@@ -454,10 +562,16 @@ pub fn run_prepared(
     check_replayable(session)?;
     prepared.check_for_run(session, &*opts.counter)?;
     let (budget, budget_assumed) = match opts.budget {
-        Some(_) => (
-            resolve_budget(session, opts.budget, &opts.models)?,
-            opts.budget_assumed.clone(),
-        ),
+        Some(_) => {
+            let b = resolve_budget(session, opts.budget, &opts.models)?;
+            let mut notes = opts.budget_assumed.clone();
+            // A budget given (or adjusted) by the caller: say when the log contradicts it.
+            if let Some(w) = budget_contradiction(session, &b) {
+                notes.retain(|n| !n.starts_with("warning: the log contradicts"));
+                notes.push(w);
+            }
+            (b, notes)
+        }
         None => {
             let l = resolve_limits(session, &opts.models)?;
             (l.budget, l.assumed)
