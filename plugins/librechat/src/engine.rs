@@ -64,7 +64,7 @@ impl Info {
                 .flatten(),
             max_arg: calls
                 .iter()
-                .map(|(_, a)| a.chars().count() as u64)
+                .map(|(_, a)| crate::truncation::js_len(a))
                 .max()
                 .unwrap_or(0),
             calls,
@@ -214,7 +214,6 @@ impl Strategy for LibreChat {
                     kind: info.kind,
                     id: info.id,
                     tokens: m.tokens(),
-                    chars: m.chars(),
                     text: m.text(),
                     calls: &info.calls,
                     max_arg: info.max_arg,

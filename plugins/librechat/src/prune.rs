@@ -6,7 +6,7 @@
 
 use crate::config::ContextPruning;
 use crate::truncation::{
-    max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input, truncate_result,
+    js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input, truncate_result,
 };
 
 /// `PRESSURE_THRESHOLD_MASKING`.
@@ -39,14 +39,13 @@ pub enum Kind {
 pub struct Lc<'a> {
     pub kind: Kind,
     pub id: u64,
-    /// The host's token count and characters of the original.
+    /// The host's token count of the original.
     pub tokens: u64,
-    pub chars: u64,
     /// The original text (the host's flattened text: text parts, tool arguments, results).
     pub text: &'a str,
     /// AI: ids of its tool calls, and their arguments (JSON text) in order.
     pub calls: &'a [(Box<str>, Box<str>)],
-    /// AI: characters of its longest tool-call arguments.
+    /// AI: length of its longest tool-call arguments (UTF-16 code units, as JavaScript counts).
     pub max_arg: u64,
     /// AI: it has text of its own (`maskConsumedToolResults`' `hasText`).
     pub has_text: bool,
@@ -105,7 +104,7 @@ pub struct Pruner {
     content: Vec<Option<String>>,
     /// The current tool-call inputs of an AI message whose inputs were truncated.
     inputs: Inputs,
-    /// Characters of each message as it is now.
+    /// Length of each message as it is now, in UTF-16 code units (`content.length`).
     lens: Vec<u64>,
     total: u64,
     last_turn_start: usize,
@@ -182,7 +181,8 @@ impl Pruner {
         self.map.resize(n, None);
         self.content.resize(n, None);
         let seen = self.lens.len();
-        self.lens.extend(msgs[seen..].iter().map(|m| m.chars));
+        self.lens
+            .extend(msgs[seen..].iter().map(|m| js_len(m.text)));
 
         // New messages: raw counts; with usage, the first new AI message is the reply and counts
         // the provider's output tokens.
@@ -456,7 +456,7 @@ impl Pruner {
             }
             if let Some(t) = truncate_result(self.text(msgs, i), max) {
                 self.map[i] = Some(rc.recount(&msgs[i], &t));
-                self.lens[i] = t.chars().count() as u64;
+                self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 masked += 1;
             }
@@ -557,7 +557,7 @@ impl Pruner {
             };
             if let Some(t) = new {
                 self.map[i] = Some(rc.recount(&msgs[i], &t));
-                self.lens[i] = t.chars().count() as u64;
+                self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 changed += 1;
             }
@@ -571,7 +571,7 @@ type Inputs = std::collections::HashMap<usize, Vec<String>>;
 
 /// `truncateToolInput`'s result as the input becomes it: `{ _truncated, _originalChars }`,
 /// serialized as `JSON.stringify` writes it (the key order of the object literal).
-fn input_wrapper(truncated: &str, original_chars: usize) -> String {
+fn input_wrapper(truncated: &str, original_chars: u64) -> String {
     format!(
         "{{\"_truncated\":{},\"_originalChars\":{original_chars}}}",
         serde_json::Value::String(truncated.to_string())
@@ -606,7 +606,7 @@ fn truncate_inputs(
     let mut changed = false;
     for input in inputs.iter_mut() {
         if let Some(t) = truncate_input(input, cap) {
-            *input = input_wrapper(&t, input.chars().count());
+            *input = input_wrapper(&t, js_len(input));
             changed = true;
         }
     }
@@ -646,7 +646,7 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
         let text = w.content[i].as_deref().unwrap_or(m.text);
         if let Some(new) = truncate_result(text, max) {
             w.counts[i] = Some(rc.recount(m, &new));
-            w.lens[i] = new.chars().count() as u64;
+            w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             changed += 1;
         }
@@ -657,11 +657,7 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
             continue;
         }
         let longest = match w.inputs.get(&i) {
-            Some(v) => v
-                .iter()
-                .map(|x| x.chars().count() as u64)
-                .max()
-                .unwrap_or(0),
+            Some(v) => v.iter().map(|x| js_len(x)).max().unwrap_or(0),
             None => m.max_arg,
         };
         if longest <= input_cap {
@@ -669,7 +665,7 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
         }
         if let Some((new, now)) = truncate_inputs(m, w.inputs.get(&i), input_cap) {
             w.counts[i] = Some(rc.recount(m, &new));
-            w.lens[i] = new.chars().count() as u64;
+            w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             w.inputs.insert(i, now);
             changed += 1;

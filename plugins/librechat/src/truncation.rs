@@ -2,9 +2,11 @@
 //! `src/utils/truncation.ts` (`calculateMaxToolResultChars`, `truncateToolResultContent`,
 //! `truncateToolInput`) and `src/messages/contextPruning.ts` (`softTrimContent`).
 //!
-//! Lengths are in Unicode scalar values (Rust `char`s); LibreChat's are UTF-16 code units, so a
-//! text with characters outside the Basic Multilingual Plane (emoji) is one unit shorter here per
-//! such character (docs/strategies/librechat.md).
+//! Lengths and cut positions are JavaScript's: UTF-16 code units (`String.prototype.length`,
+//! `slice`, `indexOf`), so a text with characters outside the Basic Multilingual Plane (emoji)
+//! is measured and cut exactly where LibreChat cuts it. A cut that splits a surrogate pair
+//! leaves a lone surrogate in JavaScript; here it becomes U+FFFD, one code unit as well, so
+//! lengths stay the same.
 
 /// `HARD_MAX_TOOL_RESULT_CHARS`.
 pub const HARD_MAX_TOOL_RESULT_CHARS: u64 = 400_000;
@@ -24,35 +26,46 @@ pub fn max_tool_input_chars(context_tokens: i64) -> u64 {
     (t * 4).min(200_000)
 }
 
-fn slice(chars: &[char], from: usize, to: usize) -> String {
-    chars[from.min(chars.len())..to.min(chars.len())]
-        .iter()
-        .collect()
+/// A text's length as JavaScript's `String.prototype.length` gives it (UTF-16 code units).
+pub fn js_len(s: &str) -> u64 {
+    s.encode_utf16().count() as u64
 }
 
+/// `units.slice(from, to)` as text (a lone surrogate at a cut becomes U+FFFD).
+fn slice(units: &[u16], from: usize, to: usize) -> String {
+    String::from_utf16_lossy(&units[from.min(units.len())..to.min(units.len())])
+}
+
+const NL: u16 = b'\n' as u16;
+
 /// Index of the last `\n` at or before `at` (`String.prototype.lastIndexOf('\n', at)`).
-fn last_newline(chars: &[char], at: usize) -> Option<usize> {
-    let end = at.min(chars.len().saturating_sub(1));
-    (0..=end).rev().find(|&i| chars.get(i) == Some(&'\n'))
+fn last_newline(units: &[u16], at: usize) -> Option<usize> {
+    let end = at.min(units.len().saturating_sub(1));
+    units[..units.len().min(end + 1)]
+        .iter()
+        .rposition(|&u| u == NL)
 }
 
 /// Index of the first `\n` at or after `from` (`String.prototype.indexOf('\n', from)`).
-fn next_newline(chars: &[char], from: usize) -> Option<usize> {
-    (from..chars.len()).find(|&i| chars[i] == '\n')
+fn next_newline(units: &[u16], from: usize) -> Option<usize> {
+    units
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&u| u == NL))
+        .map(|p| from + p)
 }
 
 /// `truncateToolResultContent(content, maxChars)`: head ~70 % and tail ~30 % of what the
 /// indicator leaves, both snapped to a newline within 200 chars; the indicator states the
 /// original length. `None` when the content already fits.
 pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
-    let chars: Vec<char> = content.chars().collect();
+    let chars: Vec<u16> = content.encode_utf16().collect();
     let len = chars.len();
     let max = max_chars as usize;
     if len <= max {
         return None;
     }
     let indicator = format!("\n\n… [truncated: {len} chars exceeded {max_chars} limit] …\n\n");
-    let available = max as i64 - indicator.chars().count() as i64;
+    let available = max as i64 - js_len(&indicator) as i64;
     if available <= 0 {
         return Some(slice(&chars, 0, max));
     }
@@ -80,14 +93,14 @@ pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
 /// `truncateToolInput(serialized, maxChars)._truncated`: head ~70 % and tail ~30 %, no newline
 /// snapping; head-only below 100 chars of room. `None` when it fits.
 pub fn truncate_input(serialized: &str, max_chars: u64) -> Option<String> {
-    let chars: Vec<char> = serialized.chars().collect();
+    let chars: Vec<u16> = serialized.encode_utf16().collect();
     let len = chars.len();
     let max = max_chars as usize;
     if len <= max {
         return None;
     }
     let indicator = format!("\n… [truncated: {len} chars exceeded {max_chars} limit] …\n");
-    let available = max as i64 - indicator.chars().count() as i64;
+    let available = max as i64 - js_len(&indicator) as i64;
     if available < 100 {
         return Some(slice(&chars, 0, max) + indicator.trim_end());
     }
@@ -99,7 +112,7 @@ pub fn truncate_input(serialized: &str, max_chars: u64) -> Option<String> {
 
 /// contextPruning's `softTrimContent`: `headChars` + indicator + the last `tailChars`.
 pub fn soft_trim(content: &str, head: u64, tail: u64) -> String {
-    let chars: Vec<char> = content.chars().collect();
+    let chars: Vec<u16> = content.encode_utf16().collect();
     let len = chars.len();
     let indicator = format!(
         "\n\n… [soft-trimmed: {len} chars → {} chars, middle removed] …\n\n",
@@ -140,6 +153,41 @@ mod tests {
         assert!(head.len() <= head_size && head.len() > head_size - 200);
         assert!(out.chars().count() <= 1000);
         assert_eq!(truncate_result(&lines, len as u64), None);
+    }
+
+    /// utils/truncation.ts measures `content.length` and cuts with `slice`: UTF-16 code units.
+    /// 1,000 emoji are 2,000 units there (1,000 chars in Rust), so a 1,500 limit cuts them, the
+    /// indicator states 2,000, and the result is at most 1,500 units. A cut inside a surrogate
+    /// pair leaves one unit (U+FFFD here, a lone surrogate in JavaScript).
+    #[test]
+    fn lengths_are_utf16_code_units_as_in_javascript() {
+        let text = "😀".repeat(1000);
+        assert_eq!(js_len(&text), 2000);
+        let out = truncate_result(&text, 1500).expect("2,000 units exceed 1,500");
+        assert!(
+            out.contains("[truncated: 2000 chars exceeded 1500 limit]"),
+            "{out}"
+        );
+        assert!(js_len(&out) <= 1500, "{}", js_len(&out));
+        let indicator = "\n\n… [truncated: 2000 chars exceeded 1500 limit] …\n\n";
+        let available = 1500 - js_len(indicator);
+        let head = (available as f64 * 0.7).ceil() as u64;
+        let (h, t) = out.split_once(indicator).unwrap();
+        assert_eq!(js_len(h), head);
+        assert_eq!(js_len(t), available - head);
+        // An odd head size splits a pair: the half left is one unit.
+        assert_eq!(head % 2, 1);
+        assert!(h.ends_with('\u{FFFD}'));
+        assert_eq!(truncate_result(&text, 2000), None);
+        let input = truncate_input(&text, 1500).unwrap();
+        assert!(input.contains("[truncated: 2000 chars exceeded 1500 limit]"));
+        let trimmed = soft_trim(&text, 10, 10);
+        assert!(trimmed.contains("[soft-trimmed: 2000 chars → 20 chars"));
+        assert_eq!(
+            js_len(&trimmed)
+                - js_len("\n\n… [soft-trimmed: 2000 chars → 20 chars, middle removed] …\n\n"),
+            20
+        );
     }
 
     #[test]

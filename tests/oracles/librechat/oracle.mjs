@@ -158,7 +158,11 @@ export function compare(run, params) {
   const results = [];
   for (const d of run.decisions) {
     for (const m of d.context) {
+      // Text and tools come with a message's first appearance; its token count comes with every
+      // call and may change (a Codex reply's hidden reasoning counts only within its own
+      // request): the count the host gives at this call is the one both sides use.
       if (m.text !== undefined) known.set(m.id, { text: m.text, tokens: m.tokens, tools: m.tools, role: m.role });
+      else if (known.has(m.id)) known.get(m.id).tokens = m.tokens;
     }
     let st = states.get(d.agent);
     if (!st) {

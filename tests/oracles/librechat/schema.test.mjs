@@ -67,3 +67,40 @@ test('every export passes librechat-data-provider configSchema.strict()', () => 
   }
   assert.equal(checked, SETS.length * 4);
 });
+
+// Every parameter the plugin declares (`ctxlab plugins info`) either round-trips through
+// LibreChat's loader in a set above, or is one that loader does not keep (zod strips or refuses
+// the key) and ctxlab's export refuses it by name rather than write a value LibreChat ignores.
+test('every parameter reaches LibreChat with its tuned value, or its export is refused by name', () => {
+  const info = JSON.parse(execFileSync(CTXLAB, ['plugins', 'info', 'librechat.agents', '--json']).toString());
+  assert.ok(info.params.length >= 15, `${info.params.length} parameters`);
+  const probe = (p) => {
+    if (p.type === 'bool') return !p.default;
+    if (p.type === 'string') return `${p.default}x`;
+    return typeof p.default === 'number' ? p.default * 2 + 1 : 1;
+  };
+  const uncovered = [];
+  for (const p of info.params) {
+    if (SETS.some((s) => p.name in s && s[p.name] !== p.default)) continue;
+    uncovered.push(p.name);
+    const v = probe(p);
+    const doc = { version: '1.3.4', summarization: {} };
+    p.name.split('.').reduce((o, k, i, a) => (o[k] = i === a.length - 1 ? v : o[k] ?? {}), doc.summarization);
+    const r = configSchema.strict().safeParse(doc);
+    const kept = r.success && p.name.split('.').reduce((o, k) => (o == null ? o : o[k]), r.data.summarization) === v;
+    assert.ok(!kept, `${p.name} = ${JSON.stringify(v)} reaches LibreChat's config but no set above exports it`);
+    assert.throws(
+      () => execFileSync(CTXLAB, ['export', '-s', 'librechat.agents', '--format', 'librechat-yaml', '--param', `${p.name}=${JSON.stringify(v)}`], { stdio: ['ignore', 'pipe', 'pipe'] }),
+      (e) => String(e.stderr).includes(p.name),
+      `${p.name} = ${JSON.stringify(v)}: LibreChat's loader drops it, so export must refuse it by name`,
+    );
+  }
+  // The resolved soft-trim / hard-clear settings are the only ones LibreChat's schema lacks.
+  assert.deepEqual(uncovered.sort(), [
+    'contextPruning.hardClear.enabled',
+    'contextPruning.hardClear.placeholder',
+    'contextPruning.softTrim.headChars',
+    'contextPruning.softTrim.maxChars',
+    'contextPruning.softTrim.tailChars',
+  ]);
+});
