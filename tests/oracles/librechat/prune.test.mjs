@@ -77,13 +77,12 @@ test('the plugin prunes as @librechat/agents 3.1.63 does', () => {
   for (const m of misses) console.log('  differs:', m);
   assert.ok(loaded.length >= 10, `only ${loaded.length} logs replayed`);
   assert.ok(t.pruned > 100 && t.edits > 100, 'the matrix must exercise pruning and edits');
-  // Issue #17 asks for 99 % on each; at 76dd577 the run gave 100 / 99.42 / 99.89 / 100 %. Issue
-  // #15's reconstruction rules (recorded sizes of replies and hidden reasoning, attachments), which
-  // landed after, brought it to 98.85 / 98.07 / 98.79 / 99.56 % (differences on oh-my-posh at 128K
-  // and codex agentv at 8K, cause not found yet). These floors hold today's figures so that nothing
-  // slips further; #17 stays open until they are back at 0.99.
-  assert.ok(t.kept / t.calls >= 0.988, `kept set identical on ${pct(t.kept)} % of calls`);
-  assert.ok(t.edited / t.calls >= 0.980, `edited set identical on ${pct(t.edited)} % of calls`);
-  assert.ok(t.lengths / t.calls >= 0.987, `edited lengths within 1 % on ${pct(t.lengths)} % of calls`);
-  assert.ok(t.fired / t.calls >= 0.995, `summarization on the same calls: ${pct(t.fired)} %`);
+  // Issue #17 asks for 99 % on each. The last full run gave 100.00 / 99.56 / 99.98 / 100.00 %
+  // (720 runs, 38,772 calls), after two causes were found: lengths are UTF-16 code units in
+  // LibreChat (utils/truncation.ts; emoji on claude-code_oh-my-posh), and a message's token count
+  // changes between calls (Codex reasoning; codex-cli_agentv). The floors hold that level.
+  assert.ok(t.kept / t.calls >= 0.999, `kept set identical on ${pct(t.kept)} % of calls`);
+  assert.ok(t.edited / t.calls >= 0.995, `edited set identical on ${pct(t.edited)} % of calls`);
+  assert.ok(t.lengths / t.calls >= 0.999, `edited lengths within 1 % on ${pct(t.lengths)} % of calls`);
+  assert.ok(t.fired / t.calls >= 0.999, `summarization on the same calls: ${pct(t.fired)} %`);
 });
