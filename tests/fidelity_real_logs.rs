@@ -103,6 +103,9 @@ fn hold(rel: &str, counter: &str, mean: f64, p95: f64, after: f64) {
     );
 }
 
+/// The first call after its compaction stays 26.6 % under: Claude Code 2.1.37 re-attaches the
+/// plan file and the files read last (up to 5, 5k tokens each) without logging them, and the log
+/// shows only parts of those files, so their size is not in the log to reconstruct.
 #[test]
 fn claude_code_2_1_37_streaming_snapshots() {
     hold(
@@ -125,16 +128,21 @@ fn claude_code_2_1_121_signature_only_thinking() {
     );
 }
 
-/// Above target: 3.8 % mean. Opus 4.7's tokenizer and the ToolSearch schemas (one size for
-/// every tool) leave a spread a single ratio cannot follow.
+/// Above target: 4.4 % mean, 8.3 % p95, 6.4 % on the first call after the compaction. The fit is
+/// bent: its overhead (6.3k) is far below the 16.3k the first call after the compaction read from
+/// the cache (the system prompt and tools, the only prefix a compaction keeps), and its ratio
+/// (2.8) is set by the ~140 short task notifications before the compaction (each costs about
+/// twice what the heuristic × 1.9 gives: per-message framing a single ratio cannot follow), so
+/// the large re-attached files after it are over-weighted and the summary under-weighted. Adding
+/// the re-attached files' line numbers (content Claude Code sends) moved it from 3.8 / 7.3 / 7.1.
 #[test]
 fn claude_code_2_1_112_opus_4_7_with_compaction() {
     hold(
         "claude-code_posthog-impact/claude-session.jsonl",
         "heuristic",
-        4.0,
-        7.5,
-        7.5,
+        4.5,
+        8.4,
+        6.5,
     );
 }
 
@@ -143,9 +151,10 @@ fn claude_code_2_1_217_opus_5_manual_compaction() {
     hold(
         "claude-code_oh-my-posh/28/0a344253d3/0/full.jsonl",
         "heuristic",
-        0.7,
-        2.1,
-        3.0,
+        0.6,
+        1.9,
+        // The files re-attached after its compaction, sent as numbered Read results.
+        2.0,
     );
 }
 
@@ -223,8 +232,9 @@ fn llm_trace_openai_and_gemini_captures() {
     hold(
         "llm-trace-proxy_wang0618/adk-deepresearch.jsonl",
         "heuristic",
-        2.3,
-        6.1,
+        // Signed Gemini thoughts kept until the next user message: 2.2 / 6.0 -> 0.2 / 0.9.
+        0.3,
+        1.0,
         100.0,
     );
 }

@@ -472,3 +472,114 @@ fn codex_images_in_tool_output() {
         tool.parts
     );
 }
+
+/// A file Claude Code re-attaches after a compaction (or an @-mentioned file) is sent as a Read
+/// call and its result, the lines numbered as the Read tool numbers them; a file too large to
+/// re-attach is only named.
+#[test]
+fn claude_code_file_attachments_are_sent_as_read_results() {
+    let attachment = |uuid: &str, body: &str| {
+        format!(
+            r#"{{"type":"attachment","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:03.000Z","attachment":{body}}}"#
+        )
+    };
+    let s = load(
+        "file-attachments.jsonl",
+        &[
+            cc_user("u1", "go on"),
+            attachment(
+                "f1",
+                r#"{"type":"file","filename":"/w/app.py","content":{"type":"text","file":{"filePath":"/w/app.py","content":"import os\nprint(os.getcwd())\n","numLines":2,"startLine":7,"totalLines":8}},"displayPath":"app.py"}"#,
+            ),
+            attachment(
+                "f2",
+                r#"{"type":"compact_file_reference","filename":"/w/big.py","displayPath":"big.py"}"#,
+            ),
+            cc_assistant(
+                "a1",
+                "claude-opus-4-7",
+                "msg_1",
+                r#"{"type":"text","text":"Done."}"#,
+                r#""end_turn""#,
+                &usage(3, 0, 5000, 5),
+            ),
+        ],
+    );
+    let texts: Vec<&str> = s
+        .messages
+        .iter()
+        .filter(|m| m.flags.injected)
+        .map(|m| match &m.parts[0] {
+            Part::Text { text } => text.as_str(),
+            p => panic!("{p:?}"),
+        })
+        .collect();
+    assert_eq!(texts.len(), 2);
+    assert!(
+        texts[0].contains(
+            r#"Called the Read tool with the following input: {"file_path":"/w/app.py"}"#
+        ),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[0].contains("Result of calling the Read tool:\n7\timport os\n8\tprint(os.getcwd())"),
+        "{}",
+        texts[0]
+    );
+    assert!(texts[0].starts_with("<system-reminder>\n"));
+    assert!(
+        texts[1].contains("Note: /w/big.py was read before the last conversation was summarized"),
+        "{}",
+        texts[1]
+    );
+}
+
+// ---------------------------------------------------------------- HTTP captures (Gemini)
+
+/// One captured Gemini exchange: the request's contents and the response's parts and usage.
+fn gemini_exchange(contents: &str, reply: &str, prompt: u64, thoughts: u64) -> String {
+    format!(
+        r#"{{"request":{{"model":"gemini-3-pro-preview","systemInstruction":{{"parts":[{{"text":"You plan research."}}]}},"contents":[{contents}]}},"response":{{"candidates":[{{"content":{{"role":"model","parts":[{reply}]}}}}],"usageMetadata":{{"promptTokenCount":{prompt},"candidatesTokenCount":20,"thoughtsTokenCount":{thoughts}}}}}}}"#
+    )
+}
+
+/// A signed Gemini reply's thoughts stay in the context until the next user message (the
+/// capture's promptTokenCount drops by them there): sized at the response's thoughtsTokenCount.
+#[test]
+fn gemini_signed_thoughts_until_the_next_user_message() {
+    let user = r#"{"role":"user","parts":[{"text":"LLM news of the month"}]}"#;
+    let signed_part = r#"{"functionCall":{"name":"plan","args":{"q":"LLM news"}},"thoughtSignature":"EpwDCpkDAb4"}"#;
+    let call = format!(r#"{{"role":"model","parts":[{signed_part}]}}"#);
+    let call = call.as_str();
+    let result = r#"{"role":"user","parts":[{"functionResponse":{"name":"plan","response":{"result":"a plan"}}}]}"#;
+    let answer = r#"{"role":"model","parts":[{"text":"Here is the plan."}]}"#;
+    let next = r#"{"role":"user","parts":[{"text":"Looks good"}]}"#;
+    let s = load(
+        "gemini.jsonl",
+        &[
+            gemini_exchange(user, signed_part, 600, 87),
+            gemini_exchange(
+                &[user, call, result].join(","),
+                r#"{"text":"Here is the plan."}"#,
+                700,
+                0,
+            ),
+            gemini_exchange(
+                &[user, call, result, answer, next].join(","),
+                r#"{"text":"Starting."}"#,
+                650,
+                0,
+            ),
+        ],
+    );
+    assert_eq!(s.calls.len(), 3);
+    let signed = &s.messages[s.calls[0].reply.unwrap()];
+    assert_eq!(signed.flags.hidden_tokens, 87);
+    assert!(signed.flags.hidden_until_user);
+    let unsigned = &s.messages[s.calls[1].reply.unwrap()];
+    assert_eq!(unsigned.flags.hidden_tokens, 0);
+    let c = contexts(&s);
+    assert_eq!(c[1].known, 87, "the turn's thoughts are in the second call");
+    assert_eq!(c[2].known, 0, "a user message ends the turn");
+}

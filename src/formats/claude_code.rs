@@ -450,6 +450,9 @@ fn attachment_text(a: &serde_json::Value) -> Option<(String, u64)> {
         };
         return Some((lines.join("\n"), fixed));
     }
+    if let Some(text) = read_attachment_text(kind, a) {
+        return Some((text, 0));
+    }
     let fixed = match kind {
         "file"
         | "compact_file_reference"
@@ -483,6 +486,51 @@ fn attachment_text(a: &serde_json::Value) -> Option<(String, u64)> {
         }
     }
     Some((out.join("\n"), fixed))
+}
+
+/// The text Claude Code sends for a file it attaches (a file re-attached after a compaction, an
+/// @-mentioned file) or only names (`compact_file_reference`: too large to re-attach), as it
+/// renders them (Claude Code's `normalizeAttachmentForAPI`, cases `file` and
+/// `compact_file_reference`, through `createToolUseMessage` / `createToolResultMessage`): a Read
+/// call and its result, the file's lines numbered as the Read tool numbers them (`N<TAB>line`,
+/// the format the log's own Read results show from 2.1.1xx on), each in a system reminder.
+/// `None` for other kinds and for a file attachment without text (an image).
+fn read_attachment_text(kind: &str, a: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let filename = a.get("filename").and_then(Value::as_str)?;
+    let reminder = |t: &str| format!("<system-reminder>\n{t}\n</system-reminder>");
+    match kind {
+        "compact_file_reference" => Some(reminder(&format!(
+            "Note: {filename} was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."
+        ))),
+        "file" => {
+            let content = a.get("content")?;
+            if content.get("type").and_then(Value::as_str) != Some("text") {
+                return None;
+            }
+            let file = content.get("file")?;
+            let text = file.get("content").and_then(Value::as_str)?;
+            let start = file.get("startLine").and_then(Value::as_u64).unwrap_or(1);
+            let mut numbered = String::with_capacity(text.len() + text.len() / 8);
+            for (i, line) in text.lines().enumerate() {
+                if i > 0 {
+                    numbered.push('\n');
+                }
+                numbered.push_str(&(start + i as u64).to_string());
+                numbered.push('\t');
+                numbered.push_str(line);
+            }
+            let input = serde_json::json!({ "file_path": filename });
+            Some(format!(
+                "{}\n{}",
+                reminder(&format!(
+                    "Called the Read tool with the following input: {input}"
+                )),
+                reminder(&format!("Result of calling the Read tool:\n{numbered}"))
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// A user message made only of tool results (and the images they returned) answers tool calls.

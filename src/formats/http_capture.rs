@@ -98,6 +98,10 @@ struct Exchange {
     /// The output limit the request asked for (`max_tokens`, `max_completion_tokens`,
     /// `max_output_tokens`, Gemini `generationConfig.maxOutputTokens`).
     max_output: Option<u64>,
+    /// Gemini: the reply carries a `thoughtSignature`, and the thought tokens the response
+    /// recorded (`thoughtsTokenCount`): the context holds them until the next user message.
+    reply_signed: bool,
+    reply_thoughts: u64,
     /// A token-counting request: no model call.
     count_only: bool,
     /// Gemini: the call numbering of the request, continued by the reply.
@@ -142,6 +146,8 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
         request_id: line.id.0,
         timestamp: line.timestamp.0.as_deref().and_then(parse_ms),
         max_output: None,
+        reply_signed: false,
+        reply_thoughts: 0,
         count_only: false,
         reply_ids: None,
     };
@@ -575,6 +581,8 @@ struct GmPart {
     text: LenientStr,
     #[serde(default)]
     thought: Option<bool>,
+    #[serde(rename = "thoughtSignature", alias = "thought_signature", default)]
+    thought_signature: LenientStr,
     #[serde(rename = "functionCall", alias = "function_call", default)]
     function_call: Option<GmFunction>,
     #[serde(rename = "functionResponse", alias = "function_response", default)]
@@ -740,6 +748,7 @@ fn gemini_response(body: &str, x: &mut Exchange) {
         return;
     };
     if let Some(c) = r.candidates.into_iter().next().and_then(|c| c.content) {
+        x.reply_signed |= c.parts.iter().any(|p| p.thought_signature.0.is_some());
         let mut ids = x.reply_ids.take().unwrap_or_default();
         let parts = gemini_parts(c.parts, &mut ids);
         x.reply_ids = Some(ids);
@@ -765,6 +774,7 @@ fn gemini_response(body: &str, x: &mut Exchange) {
             cache_read: cached,
             ..Usage::default()
         });
+        x.reply_thoughts = u.thoughts.get();
     }
     set_if_some(&mut x.model, r.model.0);
     set_if_some(&mut x.request_id, r.id.0);
@@ -1166,13 +1176,20 @@ impl JsonSink for Build<'_> {
             });
         }
         let context_end = self.s.messages.len();
+        // Gemini keeps a signed reply's thoughts (its signature stands for them) in the context
+        // until the next user message: the response's recorded thought tokens, hidden.
+        let thoughts = if x.reply_signed { x.reply_thoughts } else { 0 };
         let reply = x.reply.map(|parts| {
             self.s.messages.push(Message {
                 agent,
                 role: Role::Assistant,
                 parts,
                 timestamp: x.timestamp,
-                flags: MessageFlags::default(),
+                flags: MessageFlags {
+                    hidden_tokens: thoughts,
+                    hidden_until_user: thoughts > 0,
+                    ..MessageFlags::default()
+                },
                 source: pos,
             });
             self.reply_of.insert(i, context_end);
