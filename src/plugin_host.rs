@@ -210,6 +210,21 @@ unsafe fn str_of(s: StrRef) -> String {
     s.as_str().to_string()
 }
 
+/// The string if it is UTF-8, else its bytes written out (`b"fix\xffture"`) for the message.
+unsafe fn utf8_of(s: StrRef) -> Result<String, String> {
+    if s.ptr.is_null() || s.len == 0 {
+        return Ok(String::new());
+    }
+    let bytes = std::slice::from_raw_parts(s.ptr, s.len.min(MAX_TEXT));
+    std::str::from_utf8(bytes)
+        .map(String::from)
+        .map_err(|_| format!("b\"{}\"", bytes.escape_ascii()))
+}
+
+/// The baselines' ids (`replay::StrategySpec::None`, `Recorded`): a plugin strategy of that id
+/// could never be chosen.
+pub const BASELINE_IDS: &[&str] = &["none", "recorded"];
+
 impl LoadedPlugin {
     /// Checks a table and wraps it. `path` is what error messages name.
     ///
@@ -307,9 +322,18 @@ impl LoadedPlugin {
 
     fn entry(self: &Arc<Self>, index: usize, d: &StrategyDesc) -> Result<StrategyEntry, String> {
         // Safety: descriptor strings are plugin-owned and live for the process.
-        let (id, schema) = unsafe { (str_of(d.id), str_of(d.params_schema)) };
+        let (id, schema) = unsafe { (utf8_of(d.id), str_of(d.params_schema)) };
+        // An id is how a user, a profile and a stored run name the strategy: never a lossy copy.
+        let id = id.map_err(|bytes| {
+            format!("strategy number {index} has an id that is not UTF-8 ({bytes})")
+        })?;
         if id.is_empty() {
             return Err(format!("strategy number {index} has an empty id"));
+        }
+        if BASELINE_IDS.contains(&id.as_str()) {
+            return Err(format!(
+                "strategy id {id} is reserved for ctxlab's baseline of that name (the baseline would hide it)"
+            ));
         }
         let params: Vec<ParamSpec> = if schema.trim().is_empty() {
             Vec::new()
@@ -317,6 +341,10 @@ impl LoadedPlugin {
             serde_json::from_str(&schema)
                 .map_err(|e| format!("strategy {id}: parameter schema is not valid: {e}"))?
         };
+        for p in &params {
+            p.check_spec()
+                .map_err(|e| format!("strategy {id}: parameter schema: {e}"))?;
+        }
         let (title, system, description, formats) = unsafe {
             (
                 str_of(d.title),
@@ -356,6 +384,9 @@ impl LoadedPlugin {
                 self.table.strategies_len
             ));
         }
+        if self.table.strategies_len == 0 {
+            return Err("the plugin exports no strategies".into());
+        }
         let entries = self
             .descs()
             .iter()
@@ -389,8 +420,12 @@ impl StrategyEntry {
         }
     }
 
-    /// Creates an instance with these parameters (a JSON object; defaults fill the rest).
+    /// Creates an instance with these parameters (a JSON object; defaults fill the rest). The
+    /// host checks them against the strategy's schema first (types, integer ranges, minimum and
+    /// maximum, choices): a plugin never receives a value its schema does not allow.
     pub fn create(&self, params: &serde_json::Value) -> Result<Instance> {
+        ctxlab_plugin_api::sdk::Params::resolve(&self.meta.params, params)
+            .map_err(|e| self.err(e))?;
         let json = params.to_string();
         let mut err = Buf::new();
         let w = err.writer();
@@ -849,12 +884,29 @@ impl Registry {
                 p.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(is_plugin_file_name)
-                    && p.is_file()
             })
             .collect();
         files.sort();
         for f in files {
-            let _ = self.load_path(&f);
+            // Named like a plugin but not a library file: said, not skipped in silence.
+            let not_a_file = match std::fs::metadata(&f) {
+                Ok(m) if m.is_file() => None,
+                Ok(m) if m.is_dir() => Some("a folder, not a library file".to_string()),
+                Ok(_) => Some("not a regular file (a FIFO, socket or device)".to_string()),
+                Err(_) if f.is_symlink() => Some(format!(
+                    "a symbolic link to {}, which does not exist",
+                    std::fs::read_link(&f)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_else(|_| "?".into())
+                )),
+                Err(e) => Some(format!("cannot be read: {e}")),
+            };
+            match not_a_file {
+                None => {
+                    let _ = self.load_path(&f);
+                }
+                Some(reason) => self.refused.push(Refusal { path: f, reason }),
+            }
         }
     }
 

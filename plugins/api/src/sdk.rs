@@ -571,11 +571,35 @@ impl ParamSpec {
         self
     }
 
+    /// Checks the spec itself: a range whose minimum exceeds its maximum, a default that is not a
+    /// value of the parameter (wrong type, outside the range, not one of the choices) would make
+    /// every run with the defaults fail, or pass the strategy something it never declared.
+    pub fn check_spec(&self) -> Result<(), String> {
+        let name = &self.name;
+        if name.is_empty() {
+            return Err("a parameter has an empty name".into());
+        }
+        if let (Some(min), Some(max)) = (self.min, self.max) {
+            if min > max {
+                return Err(format!(
+                    "parameter {name}: its minimum {min} exceeds its maximum {max}"
+                ));
+            }
+        }
+        if self.ty == ParamType::Enum && self.choices.is_empty() {
+            return Err(format!("parameter {name}: an enum without choices"));
+        }
+        self.check(&self.default)
+            .map_err(|e| format!("its default does not pass its own schema: {e}"))
+    }
+
     /// Checks one value against this spec; the error names the parameter and what was expected.
     pub fn check(&self, v: &Value) -> Result<(), String> {
         let name = &self.name;
         let ok_type = match self.ty {
-            ParamType::Int => v.as_i64().is_some() || v.as_u64().is_some(),
+            // Only what fits an i64: a larger integer would reach the strategy as 0 through
+            // `Params::int` (and the C ABI's int64 fields), not as the value given.
+            ParamType::Int => v.as_i64().is_some(),
             ParamType::Float => v.as_f64().is_some(),
             ParamType::Bool => v.is_boolean(),
             ParamType::String => v.is_string() || v.is_null(),
@@ -596,6 +620,16 @@ impl ParamSpec {
                 .map(|o| o.values().all(|x| x.as_i64().is_some()))
                 .unwrap_or(false),
         };
+        let too_big = v.is_u64()
+            || v.as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f.abs() >= 9.2e18);
+        if !ok_type && self.ty == ParamType::Int && too_big {
+            return Err(format!(
+                "parameter {name}: {v} is out of range (integers from {} to {})",
+                i64::MIN,
+                i64::MAX
+            ));
+        }
         if !ok_type {
             let expected = match self.ty {
                 ParamType::Enum => format!("one of {}", self.choices.join(", ")),
@@ -676,7 +710,8 @@ impl Params {
             let v = given.get(&spec.name).unwrap_or(&spec.default);
             // Integers given as floats with no fraction (from TOML/CLI) are accepted as integers.
             let v = match (spec.ty, v.as_f64()) {
-                (ParamType::Int, Some(f)) if v.is_f64() && f.fract() == 0.0 => {
+                // Within i64 only: `as` would saturate 1e20 to i64::MAX without a word.
+                (ParamType::Int, Some(f)) if v.is_f64() && f.fract() == 0.0 && f.abs() < 9.2e18 => {
                     Value::from(f as i64)
                 }
                 _ => v.clone(),

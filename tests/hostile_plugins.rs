@@ -1,0 +1,220 @@
+//! Issue #25, "a hostile world", the plugin side: what the host checks of a plugin's description
+//! and of the parameters it hands to one (findings 16, 20), a failing strategy among others in
+//! `compare` (19), a grid too large for `tune` (10), the out-of-process runner (7). Built from the
+//! project's own plugins (the example plugin's table, edited; the fixture plugins of
+//! plugins/testing) and samples; each test failed before its fix.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ctxlab::plugin_host::{checkout_dir, Registry};
+use ctxlab_plugin_api::abi::{EntryFn, PluginTable, StrRef, StrategyDesc, ENTRY_SYMBOL};
+use serde_json::json;
+
+fn sample(rel: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples")).join(rel)
+}
+
+const CLAUDE: &str =
+    "claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl";
+
+/// A library `cargo build --workspace` made (`ctxlab_plugin_example`, `ctxlab_fixture_panics`…).
+fn built(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = checkout_dir(&exe).expect("inside a cargo target folder");
+    let p = dir.join(format!(
+        "{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        p.is_file(),
+        "{} missing: run cargo build --workspace",
+        p.display()
+    );
+    p
+}
+
+fn build_dir() -> PathBuf {
+    built("ctxlab_plugin_example")
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The example plugin's table (the library stays loaded for the process).
+fn example_table() -> &'static PluginTable {
+    let lib = unsafe { libloading::Library::new(built("ctxlab_plugin_example")) }.unwrap();
+    let entry: EntryFn = unsafe { *lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()).unwrap() };
+    std::mem::forget(lib);
+    unsafe { &*entry() }
+}
+
+fn leak_str(bytes: &[u8]) -> StrRef {
+    let b: &'static [u8] = Box::leak(bytes.to_vec().into_boxed_slice());
+    StrRef {
+        ptr: b.as_ptr(),
+        len: b.len(),
+    }
+}
+
+/// A copy of the example plugin's table whose one strategy is edited by `edit` (its entry points
+/// stay the example's), registered in a fresh registry: the number of strategies, or the refusal.
+fn register_edited(
+    edit: &dyn Fn(&mut StrategyDesc),
+    len: Option<usize>,
+) -> (Registry, Result<usize, String>) {
+    let good = example_table();
+    let mut desc: StrategyDesc = unsafe { std::ptr::read(good.strategies) };
+    edit(&mut desc);
+    let descs: &'static StrategyDesc = Box::leak(Box::new(desc));
+    let mut t: PluginTable = unsafe { std::ptr::read(good) };
+    t.strategies = descs;
+    if let Some(n) = len {
+        t.strategies_len = n;
+    }
+    let t: &'static PluginTable = Box::leak(Box::new(t));
+    let mut reg = Registry::new();
+    let r = reg
+        .add_in_process(t, "edited example")
+        .map_err(|r| r.reason);
+    (reg, r)
+}
+
+fn refused(edit: &dyn Fn(&mut StrategyDesc)) -> String {
+    register_edited(edit, None).1.expect_err("refused")
+}
+
+fn schema(json: &str) -> impl Fn(&mut StrategyDesc) + '_ {
+    move |d: &mut StrategyDesc| d.params_schema = leak_str(json.as_bytes())
+}
+
+/// Finding 20: a strategy named `none` (hidden by the baseline), an id that is not UTF-8, a
+/// schema whose default has the wrong type or whose minimum exceeds its maximum, a plugin with no
+/// strategies: all were accepted. Each is refused, saying why; the unedited table still loads.
+#[test]
+fn discovery_refuses_what_no_user_could_run() {
+    assert_eq!(register_edited(&|_| {}, None).1, Ok(1));
+    for id in ["none", "recorded"] {
+        let e = refused(&|d| d.id = leak_str(id.as_bytes()));
+        assert!(e.contains(&format!("strategy id {id} is reserved")), "{e}");
+    }
+    let e = refused(&|d| d.id = leak_str(b"example.keep\xffresults"));
+    assert!(
+        e.contains("has an id that is not UTF-8") && e.contains("keep\\xffresults"),
+        "{e}"
+    );
+    let spec =
+        |extra: &str| format!(r#"[{{"name":"keep_last","type":"int","description":"d",{extra}}}]"#);
+    let wrong_type = spec(r#""default":"five""#);
+    let e = refused(&schema(&wrong_type));
+    assert!(
+        e.contains("keep_last") && e.contains("default") && e.contains("expected an integer"),
+        "{e}"
+    );
+    let inverted = spec(r#""default":5,"min":10,"max":1"#);
+    let e = refused(&schema(&inverted));
+    assert!(e.contains("minimum 10 exceeds its maximum 1"), "{e}");
+    let outside = spec(r#""default":50,"min":0,"max":10"#);
+    let e = refused(&schema(&outside));
+    assert!(e.contains("above the maximum 10"), "{e}");
+    let e = register_edited(&|_| {}, Some(0)).1.unwrap_err();
+    assert!(e.contains("exports no strategies"), "{e}");
+}
+
+/// Finding 20: a dangling symbolic link and a folder named like a plugin library were skipped in
+/// silence by discovery; they are listed as refused, with why, beside the plugin that loads.
+#[cfg(unix)]
+#[test]
+fn discovery_lists_dangling_links_and_folders_as_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let real = d.path().join("libctxlab_plugin_example.so");
+    std::fs::copy(built("ctxlab_plugin_example"), &real).unwrap();
+    let dangling = d.path().join("libctxlab_plugin_gone.so");
+    std::os::unix::fs::symlink(d.path().join("nowhere.so"), &dangling).unwrap();
+    let folder = d.path().join("libctxlab_plugin_folder.so");
+    std::fs::create_dir(&folder).unwrap();
+    let reg = Registry::discover_in(&[ctxlab::plugin_host::SearchDir {
+        path: d.path().to_path_buf(),
+        origin: ctxlab::plugin_host::Origin::EnvVar,
+    }]);
+    assert!(reg.find("example.keep-last-results").is_some());
+    let why = |p: &Path| {
+        reg.refused()
+            .iter()
+            .find(|r| r.path == p)
+            .map(|r| r.reason.clone())
+            .unwrap_or_else(|| panic!("{} not listed: {:?}", p.display(), reg.refused()))
+    };
+    assert!(
+        why(&dangling).contains("does not exist"),
+        "{}",
+        why(&dangling)
+    );
+    assert!(why(&folder).contains("a folder"), "{}", why(&folder));
+    // And `ctxlab plugins` says so.
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("plugins")
+        .env("CTXLAB_PLUGIN_PATH", d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("libctxlab_plugin_gone.so") && text.contains("libctxlab_plugin_folder.so"),
+        "{text}"
+    );
+}
+
+/// Finding 16: CodeTether's `reserve_overhead_tokens` of 2^64-1 passed the schema check (an
+/// integer, as u64) and reached the strategy as 0. The host checks every parameter against the
+/// schema before `create`, integers within i64; 1e20 no longer saturates silently either.
+#[test]
+fn integer_parameters_out_of_range_never_reach_a_plugin() {
+    let mut reg = Registry::new();
+    reg.load_path(&built("ctxlab_plugin_codetether"))
+        .unwrap_or_else(|r| panic!("{r}"));
+    let s = reg.find("codetether.compression").unwrap();
+    for big in [json!(18446744073709551615u64), json!(1e20), json!(-1e20)] {
+        let e = s
+            .create(&json!({ "reserve_overhead_tokens": big }))
+            .err()
+            .unwrap_or_else(|| panic!("{big} accepted"))
+            .to_string();
+        assert!(
+            e.contains("reserve_overhead_tokens") && e.contains("out of range"),
+            "{big}: {e}"
+        );
+    }
+    assert!(s
+        .create(&json!({ "reserve_overhead_tokens": 4096 }))
+        .is_ok());
+    // The host's own check, not the plugin's: the example plugin accepts keep_last up to 10,000;
+    // a schema that says 3 is held by the host even though the plugin would take 7.
+    let tight =
+        r#"[{"name":"keep_last","type":"int","default":2,"min":0,"max":3,"description":"d"}]"#;
+    let (reg, n) = register_edited(&schema(tight), None);
+    assert_eq!(n, Ok(1));
+    let s = &reg.strategies()[0];
+    let e = s
+        .create(&json!({ "keep_last": 7 }))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("keep_last: 7 is above the maximum 3"), "{e}");
+    assert!(s.create(&json!({ "keep_last": 3 })).is_ok());
+    // From the command line too.
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("replay")
+        .arg(sample(CLAUDE))
+        .args(["-s", "codetether.compression", "--param"])
+        .arg("reserve_overhead_tokens=18446744073709551615")
+        .env("CTXLAB_PLUGIN_PATH", build_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("reserve_overhead_tokens: 18446744073709551615 is out of range"),
+        "{err}"
+    );
+}
