@@ -84,6 +84,23 @@ pub struct Comparison {
     /// Budget figures the model table did not give: what was assumed, and from where.
     #[serde(default)]
     pub budget_assumed: Vec<String>,
+    /// Strategies whose replay failed (a plugin error, a panic turned into one, a refused
+    /// decision), in the order given: the others are compared all the same.
+    #[serde(default)]
+    pub failed: Vec<FailedRun>,
+}
+
+/// A strategy of a comparison that did not finish, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    pub label: String,
+    pub error: String,
+}
+
+impl std::fmt::Display for FailedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {}", self.label, self.error)
+    }
 }
 
 impl Comparison {
@@ -151,9 +168,20 @@ pub fn run(
         |s| replay::run_prepared(session, &prepared, s.spec.clone(), &opts.side_by_side()),
         progress,
     );
+    // One strategy failing never takes the others down (as `tune` reports per candidate); only
+    // the `none` baseline, which every figure is relative to, must run.
     let mut runs = Vec::with_capacity(all.len());
+    let mut failed = Vec::new();
     for (s, r) in all.iter().zip(results) {
-        runs.push((s.label.clone(), r?));
+        match r {
+            Ok(run) => runs.push((s.label.clone(), run)),
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
+            Err(e) if matches!(s.spec, StrategySpec::None) => return Err(e),
+            Err(e) => failed.push(FailedRun {
+                label: s.label.clone(),
+                error: e.to_string(),
+            }),
+        }
     }
     let base = runs
         .iter()
@@ -171,6 +199,7 @@ pub fn run(
         fidelity,
         cost_notice: base.1.metrics.cost.notice(),
         budget_assumed: base.1.budget_assumed.clone(),
+        failed,
         baseline: base.0,
         runs: runs
             .into_iter()
@@ -296,9 +325,20 @@ pub fn kept_at(
         },
         None,
     );
+    // A strategy that fails has no column (`run` reports why); the others are lined up.
     let mut runs = Vec::new();
-    for r in results {
-        runs.push(r?);
+    let mut labels = Vec::new();
+    for (s, r) in all.iter().zip(results) {
+        match r {
+            Ok(run) => {
+                runs.push(run);
+                labels.push(s.label.clone());
+            }
+            Err(e) if matches!(s.spec, StrategySpec::None) || matches!(e, Error::Cancelled) => {
+                return Err(e)
+            }
+            Err(_) => {}
+        }
     }
     // Rows keyed by (the log message at or before which they sit, summaries after it, column, n).
     let mut rows: std::collections::BTreeMap<(usize, usize, usize, usize), KeptRow> =
@@ -351,7 +391,7 @@ pub fn kept_at(
             .agents
             .get(c.agent)
             .map_or_else(String::new, |a| a.id.clone()),
-        labels: all.iter().map(|s| s.label.clone()).collect(),
+        labels,
         input_tokens: runs.iter().map(at).collect(),
         rows: rows.into_values().collect(),
     })

@@ -162,6 +162,14 @@ pub fn html(c: &Comparison, registry: &Registry, title: &str) -> Result<String> 
     for a in &c.budget_assumed {
         let _ = write!(h, "<p class=\"note\">Budget: {}.</p>\n", escape(a));
     }
+    for f in &c.failed {
+        let _ = write!(
+            h,
+            "<p class=\"bad\">Not compared: {} failed: {}</p>\n",
+            escape(&f.label),
+            escape(&f.error)
+        );
+    }
 
     h.push_str("<h2>Charts</h2>\n<p class=\"note\">Each row is one run on the same axes. Left: cumulative input tokens per agent (billed). Right: context occupancy (tokens in the window at each call). Dashed verticals mark compactions; horizontal dashed lines are the strategy's thresholds and the context window.</p>\n");
     let runs: Vec<(&str, &Run)> = c.runs.iter().map(|r| (r.label.as_str(), &r.run)).collect();

@@ -218,3 +218,79 @@ fn integer_parameters_out_of_range_never_reach_a_plugin() {
         "{err}"
     );
 }
+
+/// Finding 19: with a panicking plugin among three strategies, `compare` printed nothing, wrote
+/// no `--html`, saved nothing and exited 1. Now the others are shown, written and saved, the
+/// failure is named in each, and the exit code says one failed (as `tune` reports per candidate).
+#[test]
+fn one_failing_strategy_does_not_wipe_out_compare() {
+    let d = tempfile::tempdir().unwrap();
+    let (html, db) = (d.path().join("r.html"), d.path().join("lib.sqlite"));
+    let path = std::env::join_paths([build_dir(), built("ctxlab_fixture_panics")]).unwrap();
+    let compare = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ctxlab"));
+        c.arg("compare")
+            .arg(sample(CLAUDE))
+            .args(["-s", "fuseraft.compaction", "-s", "fixture.panics"])
+            .args(["--param", "at_call=2", "-s", "example.keep-last-results"])
+            .arg("--html")
+            .arg(&html)
+            .arg("--save")
+            .arg("--db")
+            .arg(&db)
+            .env("CTXLAB_PLUGIN_PATH", &path);
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let out = compare(false);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    for label in [
+        "none",
+        "recorded",
+        "fuseraft.compaction",
+        "example.keep-last-results",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(label)),
+            "{label} missing: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("FAILED: fixture.panics at_call=2 failed:")
+            && stdout.contains("fixture panic at call 2"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("1 of 5 strategies failed: fixture.panics at_call=2"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(&html).expect("--html written");
+    assert!(report.contains("Not compared: fixture.panics at_call=2 failed"));
+    assert!(report.contains("example.keep-last-results"));
+    assert!(stdout.contains("saved 4 runs of session"), "{stdout}");
+    let lib = ctxlab::store::Library::open(&db).unwrap();
+    let labels: Vec<String> = lib
+        .runs(None)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.label)
+        .collect();
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    assert!(!labels.iter().any(|l| l.contains("fixture.panics")));
+    drop(lib);
+    // --json: the document with the failure in it, and the same exit code.
+    let out = compare(true);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["comparison"]["runs"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        doc["comparison"]["failed"][0]["label"],
+        "fixture.panics at_call=2"
+    );
+}

@@ -225,12 +225,30 @@ pub fn run(args: Args) -> Result<()> {
         }
         if !args.json {
             println!(
-                "saved {} runs of session {sid} to {}",
+                "saved {} runs of session {sid} to {}{}",
                 c.runs.len(),
-                lib.path().display()
+                lib.path().display(),
+                if c.failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (not the {} that failed)", c.failed.len())
+                }
             );
         }
     }
+    // Everything that ran is shown, written and saved; then the exit code says some did not.
+    let failed = (!c.failed.is_empty()).then(|| {
+        Error::Invalid(format!(
+            "{} of {} strategies failed: {}",
+            c.failed.len(),
+            c.failed.len() + c.runs.len(),
+            c.failed
+                .iter()
+                .map(|f| f.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    });
     if args.json {
         let mut c = c;
         for r in &mut c.runs {
@@ -242,13 +260,13 @@ pub fn run(args: Args) -> Result<()> {
             serde_json::to_string_pretty(&doc)
                 .map_err(|e| Error::Invalid(format!("cannot write JSON: {e}")))?
         );
-        return Ok(());
+        return failed.map_or(Ok(()), Err);
     }
     print!("{}", table(&c));
     if let Some(k) = &kept {
         print!("{}", kept_table(k, args.all_rows));
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 /// Opens a file in the desktop's browser; says where it is when that is not possible.
@@ -382,6 +400,9 @@ fn table(c: &Comparison) -> String {
     }
     if let Some(n) = &c.cost_notice {
         out.push_str(&format!("note: {n}\n"));
+    }
+    for f in &c.failed {
+        out.push_str(&format!("FAILED: {f}\n"));
     }
     out
 }
