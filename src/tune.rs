@@ -306,39 +306,109 @@ pub struct TuneOptions<'a> {
     /// (replays done, replays in all).
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     pub on_run: Option<OnRun<'a>>,
+    /// The most parameter sets to run; `None`: [`MAX_CANDIDATES`]. A larger grid is refused
+    /// before anything runs, with its size.
+    pub max_candidates: Option<usize>,
 }
 
-/// Every combination of the sweeps over `base`, the last sweep varying fastest.
+/// Parameter sets `tune` runs without being asked for more (`TuneOptions::max_candidates`).
+pub const MAX_CANDIDATES: usize = 10_000;
+
+/// Every combination of the sweeps over a base, the last sweep varying fastest: a set is built
+/// from its index when it is run, so the grid itself takes no memory whatever its size.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    base: serde_json::Map<String, Value>,
+    sweeps: Vec<Sweep>,
+    len: usize,
+}
+
+impl Grid {
+    pub fn new(base: &Value, sweeps: &[Sweep]) -> Result<Grid> {
+        let base = match base {
+            Value::Null => serde_json::Map::new(),
+            Value::Object(o) => o.clone(),
+            other => {
+                return Err(Error::Invalid(format!(
+                    "parameters must be an object, got {other}"
+                )))
+            }
+        };
+        let len = sweeps
+            .iter()
+            .try_fold(1usize, |n, s| n.checked_mul(s.values.len()))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "the sweeps make more than {} parameter sets ({}); narrow them",
+                    usize::MAX,
+                    sizes(sweeps)
+                ))
+            })?;
+        Ok(Grid {
+            base,
+            sweeps: sweeps.to_vec(),
+            len,
+        })
+    }
+
+    /// How many parameter sets.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Refuses a grid of more than `max` sets (`None`: [`MAX_CANDIDATES`]), saying how many.
+    pub fn check_size(&self, max: Option<usize>) -> Result<()> {
+        let limit = max.unwrap_or(MAX_CANDIDATES);
+        if self.len <= limit {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "the sweeps make {} parameter sets ({}), more than the {} tune runs unless asked: narrow the sweeps, or raise the limit to run them all (--max-candidates {})",
+            fmt_tokens(self.len as u64),
+            sizes(&self.sweeps),
+            fmt_tokens(limit as u64),
+            self.len
+        )))
+    }
+
+    /// Set `index`: the swept values alone, and the full parameters (base + swept).
+    pub fn get(&self, index: usize) -> (serde_json::Map<String, Value>, Value) {
+        let mut picks = vec![0; self.sweeps.len()];
+        let mut rest = index;
+        for (k, s) in self.sweeps.iter().enumerate().rev() {
+            picks[k] = rest % s.values.len();
+            rest /= s.values.len();
+        }
+        let (mut swept, mut params) = (serde_json::Map::new(), self.base.clone());
+        for (s, &i) in self.sweeps.iter().zip(&picks) {
+            swept.insert(s.param.clone(), s.values[i].clone());
+            params.insert(s.param.clone(), s.values[i].clone());
+        }
+        (swept, Value::Object(params))
+    }
+}
+
+/// `3 × 1,000 × 20` for a message.
+fn sizes(sweeps: &[Sweep]) -> String {
+    sweeps
+        .iter()
+        .map(|s| format!("{} {}", fmt_tokens(s.values.len() as u64), s.param))
+        .collect::<Vec<_>>()
+        .join(" × ")
+}
+
+/// Every combination of the sweeps over `base`, the last sweep varying fastest, built whole
+/// (for small grids; `run` builds each set from its index instead, see [`Grid`]).
 pub fn grid(
     base: &Value,
     sweeps: &[Sweep],
 ) -> Result<Vec<(serde_json::Map<String, Value>, Value)>> {
-    let base = match base {
-        Value::Null => serde_json::Map::new(),
-        Value::Object(o) => o.clone(),
-        other => {
-            return Err(Error::Invalid(format!(
-                "parameters must be an object, got {other}"
-            )))
-        }
-    };
-    let mut out = vec![(serde_json::Map::new(), base)];
-    for s in sweeps {
-        let mut next = Vec::with_capacity(out.len() * s.values.len());
-        for (swept, params) in &out {
-            for v in &s.values {
-                let (mut sw, mut p) = (swept.clone(), params.clone());
-                sw.insert(s.param.clone(), v.clone());
-                p.insert(s.param.clone(), v.clone());
-                next.push((sw, p));
-            }
-        }
-        out = next;
-    }
-    Ok(out
-        .into_iter()
-        .map(|(s, p)| (s, Value::Object(p)))
-        .collect())
+    let g = Grid::new(base, sweeps)?;
+    Ok((0..g.len()).map(|i| g.get(i)).collect())
 }
 
 /// Indexes of the points no other point beats on both cost (lower) and recall (higher), sorted by
@@ -401,66 +471,83 @@ pub fn run(
             )));
         }
     }
-    let grid = grid(base, sweeps)?;
+    let grid = Grid::new(base, sweeps)?;
+    grid.check_size(opts.max_candidates)?;
     // Every candidate replays the same sessions: count and scan each once.
     let prepared: Vec<replay::Prepared> = sessions
         .iter()
         .map(|t| replay::Prepared::new(t.session, &*t.opts.counter))
-        .collect();
-    let jobs: Vec<(usize, usize)> = (0..grid.len())
-        .flat_map(|c| (0..sessions.len()).map(move |s| (c, s)))
         .collect();
     let threads = if opts.threads == 0 {
         default_threads()
     } else {
         opts.threads
     };
-    let results = parallel(
-        jobs,
-        threads,
-        |(c, s)| {
-            if opts.cancel.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                return Err(Error::Cancelled);
+    // The grid runs in chunks: the jobs and results in flight stay bounded by the chunk, each set
+    // is built from its index when its chunk starts, and only each candidate's figures are kept.
+    let total_jobs = grid.len().saturating_mul(sessions.len());
+    let chunk = (threads * 32).max(1);
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(grid.len().min(chunk));
+    for first in (0..grid.len()).step_by(chunk) {
+        let sets: Vec<(serde_json::Map<String, Value>, Value)> = (first
+            ..grid.len().min(first + chunk))
+            .map(|i| grid.get(i))
+            .collect();
+        let jobs: Vec<(usize, usize)> = (0..sets.len())
+            .flat_map(|c| (0..sessions.len()).map(move |s| (c, s)))
+            .collect();
+        let done_before = first * sessions.len();
+        let progress = |done: usize, _: usize| {
+            if let Some(f) = opts.progress {
+                f(done_before + done, total_jobs);
             }
-            let t = &sessions[s];
-            let spec = StrategySpec::Plugin {
-                entry: entry.clone(),
-                params: grid[c].1.clone(),
-            };
-            let mut o = t.opts.side_by_side();
-            o.cancel = opts.cancel.or(t.opts.cancel);
-            let run = replay::run_prepared(t.session, &prepared[s], spec, &o)?;
-            if let Some(f) = opts.on_run {
-                f(c, s, &run);
+        };
+        let results = parallel(
+            jobs,
+            threads,
+            |(c, s)| {
+                if opts.cancel.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    return Err(Error::Cancelled);
+                }
+                let t = &sessions[s];
+                let spec = StrategySpec::Plugin {
+                    entry: entry.clone(),
+                    params: sets[c].1.clone(),
+                };
+                let mut o = t.opts.side_by_side();
+                o.cancel = opts.cancel.or(t.opts.cancel);
+                let run = replay::run_prepared(t.session, &prepared[s], spec, &o)?;
+                if let Some(f) = opts.on_run {
+                    f(first + c, s, &run);
+                }
+                Ok(run.metrics)
+            },
+            Some(&progress),
+        );
+        let mut results = results.into_iter();
+        for (k, (swept, params)) in sets.into_iter().enumerate() {
+            let mut per_session = Vec::with_capacity(sessions.len());
+            let mut error = None;
+            for _ in 0..sessions.len() {
+                match results.next() {
+                    Some(Ok(m)) => per_session.push(m),
+                    Some(Err(Error::Cancelled)) => return Err(Error::Cancelled),
+                    Some(Err(e)) => error = error.or(Some(e.to_string())),
+                    None => error = error.or(Some("the replay did not finish".into())),
+                }
             }
-            Ok(run.metrics)
-        },
-        opts.progress,
-    );
-    let mut candidates: Vec<Candidate> = Vec::with_capacity(grid.len());
-    let mut results = results.into_iter();
-    for (index, (swept, params)) in grid.into_iter().enumerate() {
-        let mut per_session = Vec::with_capacity(sessions.len());
-        let mut error = None;
-        for _ in 0..sessions.len() {
-            match results.next() {
-                Some(Ok(m)) => per_session.push(m),
-                Some(Err(Error::Cancelled)) => return Err(Error::Cancelled),
-                Some(Err(e)) => error = error.or(Some(e.to_string())),
-                None => error = error.or(Some("the replay did not finish".into())),
-            }
+            let totals = Totals::of(&per_session);
+            let feasible = error.is_none() && opts.constraints.iter().all(|c| c.holds(&totals));
+            candidates.push(Candidate {
+                index: first + k,
+                swept,
+                params,
+                totals,
+                per_session,
+                feasible,
+                error,
+            });
         }
-        let totals = Totals::of(&per_session);
-        let feasible = error.is_none() && opts.constraints.iter().all(|c| c.holds(&totals));
-        candidates.push(Candidate {
-            index,
-            swept,
-            params,
-            totals,
-            per_session,
-            feasible,
-            error,
-        });
     }
     let points: Vec<(usize, f64, f64)> = candidates
         .iter()

@@ -294,3 +294,143 @@ fn one_failing_strategy_does_not_wipe_out_compare() {
         "fixture.panics at_call=2"
     );
 }
+
+/// Finding 10: `tune` built its whole grid before starting and had no bound (1M sets took 3.3
+/// GB; 10M aborted). The grid is built set by set from its index, run in bounded chunks, and a
+/// grid above the limit is refused at once with its size unless the limit is raised; `--json`
+/// reports progress too (JSON lines on stderr).
+#[test]
+fn tune_streams_a_bounded_grid_and_reports_progress_in_json() {
+    use ctxlab::tune::{self, Grid, Sweep, TuneOptions, TuneSession, MAX_CANDIDATES};
+    let sweep = |name: &str, n: usize, from: usize| {
+        let v: Vec<String> = (from..from + n).map(|i| i.to_string()).collect();
+        Sweep::parse(&format!("{name}={}", v.join(","))).unwrap()
+    };
+    // The set built from its index is the one the whole grid holds there.
+    let small = [sweep("A", 3, 0), sweep("B", 4, 0), sweep("C", 2, 0)];
+    let g = Grid::new(&json!({"Mode": "x"}), &small).unwrap();
+    let whole = tune::grid(&json!({"Mode": "x"}), &small).unwrap();
+    assert_eq!(g.len(), 24);
+    for (i, w) in whole.iter().enumerate() {
+        assert_eq!(&g.get(i), w);
+    }
+    // 10^12 sets cost nothing to describe, and are refused with their size.
+    let huge = [sweep("A", 1_000_000, 0), sweep("B", 1_000_000, 0)];
+    let g = Grid::new(&json!({}), &huge).unwrap();
+    assert_eq!(g.len(), 1_000_000_000_000);
+    let e = g.check_size(None).unwrap_err().to_string();
+    assert!(
+        e.contains("1,000,000,000,000 parameter sets")
+            && e.contains(&format!("more than the {}", "10,000"))
+            && e.contains("--max-candidates 1000000000000"),
+        "{e}"
+    );
+    assert_eq!(MAX_CANDIDATES, 10_000);
+    // Past usize: refused, not wrapped.
+    let many: Vec<Sweep> = (0..70).map(|i| sweep(&format!("P{i}"), 2, 0)).collect();
+    assert!(Grid::new(&json!({}), &many).is_err());
+
+    // A run over chunk boundaries (one thread: chunks of 32) keeps grid order and progress.
+    let mut reg = Registry::new();
+    reg.load_path(&built("ctxlab_plugin_fuseraft")).unwrap();
+    let entry = reg.find("fuseraft.compaction").unwrap();
+    let session = ctxlab::formats::load_file(&sample(CLAUDE)).unwrap();
+    let opts = ctxlab::compare::Settings::default()
+        .options(&session)
+        .unwrap();
+    let sessions = [TuneSession {
+        session: &session,
+        opts,
+    }];
+    let sweeps = [sweep("TriggerTurnCount", 70, 11)];
+    let seen = std::sync::Mutex::new(Vec::new());
+    let progress = |d: usize, t: usize| seen.lock().unwrap().push((d, t));
+    let mut o = TuneOptions {
+        threads: 1,
+        progress: Some(&progress),
+        max_candidates: Some(69),
+        ..Default::default()
+    };
+    let e = tune::run(&sessions, entry, &json!({}), &sweeps, &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("70 parameter sets") && e.contains("--max-candidates 70"),
+        "{e}"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "refused before anything ran"
+    );
+    o.max_candidates = Some(70);
+    let r = tune::run(&sessions, entry, &json!({}), &sweeps, &o).unwrap();
+    assert_eq!(r.candidates.len(), 70);
+    for (i, c) in r.candidates.iter().enumerate() {
+        assert_eq!(c.index, i);
+        assert_eq!(c.swept["TriggerTurnCount"], json!(11 + i));
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 70);
+    assert_eq!(*seen.last().unwrap(), (70, 70));
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0));
+
+    // The command line: refused at once (it used to build the grid, then run it all)…
+    let big = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("tune")
+        .arg(sample(CLAUDE))
+        .args(["-s", "fuseraft.compaction", "--sweep"])
+        .arg(format!("TriggerTurnCount={}", big(1000)))
+        .arg("--sweep")
+        .arg(format!("KeepRecentTurns={}", big(1000)))
+        .env("CTXLAB_PLUGIN_PATH", build_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("tune of 1,000,000 sets was not refused: it ran");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(err.contains("1,000,000 parameter sets"), "{err}");
+    // …and --json reports progress on stderr, one JSON line each, ending at the total.
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("tune")
+        .arg(sample(CLAUDE))
+        .args(["-s", "fuseraft.compaction", "--json", "--sweep"])
+        .arg("TriggerTurnCount=11,12,13,14")
+        .env("CTXLAB_PLUGIN_PATH", build_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["tune"]["candidates"].as_array().map(Vec::len),
+        Some(4),
+        "{doc}"
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("{\"progress\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    assert_eq!(
+        lines.last().unwrap()["progress"],
+        json!({"done": 4, "total": 4})
+    );
+}

@@ -28,3 +28,24 @@ pub fn progress(enabled: bool) -> impl Fn(usize, usize) + Sync {
         }
     }
 }
+
+/// Progress for scripts (`--json`): one JSON line on stderr, `{"progress":{"done":N,"total":M}}`,
+/// at each new whole percent (100 at the end), whatever stderr is (stdout keeps the one document).
+pub fn json_progress() -> impl Fn(usize, usize) + Sync {
+    let last = std::sync::Mutex::new(None::<usize>);
+    move |done: usize, total: usize| {
+        let pct = if total == 0 { 100 } else { done * 100 / total };
+        let Ok(mut last) = last.lock() else { return };
+        // Threads report out of order: only a higher percent is written.
+        if last.is_some_and(|l| pct <= l) {
+            return;
+        }
+        *last = Some(pct);
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{{\"progress\":{{\"done\":{done},\"total\":{total}}}}}"
+        );
+    }
+}

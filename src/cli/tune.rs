@@ -53,9 +53,13 @@ pub struct Args {
     /// Candidates listed (best first by the objective); the JSON has them all.
     #[arg(long, default_value_t = 15)]
     top: usize,
-    /// Print the whole result as JSON.
+    /// Print the whole result as JSON (progress goes to stderr as JSON lines).
     #[arg(long)]
     json: bool,
+    /// Run up to this many parameter sets (default 10,000): a larger grid is refused before
+    /// anything runs, with its size.
+    #[arg(long, value_name = "N")]
+    max_candidates: Option<usize>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -75,6 +79,9 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .map(|c| Constraint::parse(c))
         .collect::<Result<_>>()?;
+    // Refused before any log is read or anything is written.
+    let grid = tune::Grid::new(&base, &sweeps)?;
+    grid.check_size(args.max_candidates)?;
     let settings = args.replay.settings()?;
     let mut sessions = Vec::new();
     for log in &args.logs {
@@ -102,12 +109,11 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let save_error: Mutex<Option<Error>> = Mutex::new(None);
-    let grid = tune::grid(&base, &sweeps)?;
     let on_run = |c: usize, s: usize, run: &ctxlab::replay::Run| {
         let (Some(lib), Some(&sid)) = (&library, session_ids.get(s)) else {
             return;
         };
-        let label = format!("tune #{c} {}", swept_text(&grid[c].0));
+        let label = format!("tune #{c} {}", swept_text(&grid.get(c).0));
         let saved = lib
             .lock()
             .map_err(|_| Error::Invalid("library lock poisoned".into()))
@@ -126,7 +132,15 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     };
-    let progress = super::progress(!args.json);
+    let terminal = super::progress(!args.json);
+    let json_lines = super::json_progress();
+    let progress = |done: usize, total: usize| {
+        if args.json {
+            json_lines(done, total)
+        } else {
+            terminal(done, total)
+        }
+    };
     let opts = TuneOptions {
         objective: args.objective.parse()?,
         constraints,
@@ -134,6 +148,7 @@ pub fn run(args: Args) -> Result<()> {
         cancel: None,
         progress: Some(&progress),
         on_run: args.save_runs.then_some(&on_run as tune::OnRun),
+        max_candidates: args.max_candidates,
     };
     let result = tune::run(&tuned, &entry, &base, &sweeps, &opts)?;
     if let Some(e) = save_error.into_inner().ok().flatten() {
