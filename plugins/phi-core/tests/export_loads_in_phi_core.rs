@@ -203,29 +203,33 @@ fn values_phi_core_would_refuse_are_refused_with_the_reason() {
     .unwrap();
     assert!(parse_config_file(&path).is_err());
     // TOML integers are i64: phi-core's TOML parser refuses u64::MAX ("number too large").
-    let err = ctxlab::export::config(e, &json!({"max_total_tokens": u64::MAX}), Some("toml"))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("max_total_tokens") && err.contains("number too large"),
-        "{err}"
-    );
     std::fs::write(
         &path,
         format!("[execution]\nmax_total_tokens = {}\n", u64::MAX),
     )
     .unwrap();
     assert!(parse_config_file(&path).is_err());
-    // The same value in YAML and JSON loads (usize).
+    // ctxlab refuses any integer past i64 before a strategy or an exporter sees it (it used to
+    // reach the strategy as 0 while YAML and JSON wrote u64::MAX: issue #25, finding 16), in
+    // every format; i64::MAX, the largest it passes on, loads in phi-core from YAML and JSON.
+    for f in ["toml", "yaml", "json"] {
+        let err = ctxlab::export::config(e, &json!({"max_total_tokens": u64::MAX}), Some(f))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("max_total_tokens") && err.contains("out of range"),
+            "{f}: {err}"
+        );
+    }
     for f in ["yaml", "json"] {
         let text =
-            ctxlab::export::config(e, &json!({"max_total_tokens": u64::MAX}), Some(f)).unwrap();
+            ctxlab::export::config(e, &json!({"max_total_tokens": i64::MAX}), Some(f)).unwrap();
         let path = dir.path().join(format!("big.{f}"));
         std::fs::write(&path, &text).unwrap();
         let agent = agent_from_config(&parse_config_file(&path).unwrap()).unwrap();
         assert_eq!(
             agent.execution_limits().unwrap().max_total_tokens as u64,
-            u64::MAX,
+            i64::MAX as u64,
             "{f}"
         );
     }
