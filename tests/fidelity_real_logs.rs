@@ -354,3 +354,86 @@ fn a_given_budget_the_log_contradicts_is_warned_about() {
     assert!(w.contains("up to 185,952 tokens"), "{w}");
     assert!(b.over_window(136_001) && !b.over_window(136_000));
 }
+
+// (mean %, p95 %) each log reaches today.
+const HOLD_OPEN_HAI: (f64, f64) = (7.7, 24.0);
+const HOLD_CLINE_CARD: (f64, f64) = (1.7, 6.3);
+const HOLD_CLINE_XRAY: (f64, f64) = (29.1, 87.8);
+const HOLD_MINI_SWE: (f64, f64) = (12.4, 124.6);
+const HOLD_OPENCODE: (f64, f64) = (13.7, 72.8);
+const HOLD_GEMINI_CLI: (f64, f64) = (0.3, 0.5);
+
+// ---- The other real logs with recorded per-call input (issue #15 asks each held) ------------
+// None of these was worked on for issue #15 yet: each is held where it stands, and what remains
+// is named where it is known.
+
+/// Anthropic managed-agents events: above target (7.7 % mean, 23.9 % p95), ratio 2.28 — content
+/// the events do not carry (the agent's tool schemas and environment prompts) not found yet.
+#[test]
+fn anthropic_managed_agents_events() {
+    hold(
+        "anthropic-managed-agents_open-hai/transcript.jsonl",
+        "heuristic",
+        HOLD_OPEN_HAI.0,
+        HOLD_OPEN_HAI.1,
+        0.0,
+    );
+}
+
+/// Cline exports: online-card-architecture is near target (p95 above it); xray is far from it
+/// (29 % mean, fitted ratio 0.08: its recorded usage does not follow the history the export
+/// holds — not examined yet).
+#[test]
+fn cline_exports() {
+    hold(
+        "cline_online-card-architecture",
+        "heuristic",
+        HOLD_CLINE_CARD.0,
+        HOLD_CLINE_CARD.1,
+        0.0,
+    );
+    hold(
+        "cline_xray",
+        "heuristic",
+        HOLD_CLINE_XRAY.0,
+        HOLD_CLINE_XRAY.1,
+        0.0,
+    );
+}
+
+/// mini-swe-agent: 12.3 % mean, 124.5 % p95 over 17 calls — one or two calls far off, not
+/// examined yet.
+#[test]
+fn mini_swe_agent_trajectory() {
+    hold(
+        "mini-swe-agent_yudai/last_mini_run.traj.json",
+        "heuristic",
+        HOLD_MINI_SWE.0,
+        HOLD_MINI_SWE.1,
+        0.0,
+    );
+}
+
+/// OpenCode: 13.7 % mean, 72.7 % p95, ratio 2.27 — not examined yet.
+#[test]
+fn opencode_export() {
+    hold(
+        "opencode_pfm-categorization/opencode-session.json",
+        "heuristic",
+        HOLD_OPENCODE.0,
+        HOLD_OPENCODE.1,
+        0.0,
+    );
+}
+
+/// Gemini CLI (entire checkpoint): within target.
+#[test]
+fn gemini_cli_checkpoint() {
+    hold(
+        "gemini-cli_entire-cli/ab/2b9748b105/0/full.jsonl",
+        "heuristic",
+        HOLD_GEMINI_CLI.0,
+        HOLD_GEMINI_CLI.1,
+        0.0,
+    );
+}
