@@ -477,7 +477,7 @@ fn logs_that_are_not_appended_line_by_line_are_refused_with_the_reason() {
         ),
         ("samples/cline/task-1/ui_messages.json", "one JSON document"),
         (
-            "samples/http-capture/openai-chat.jsonl",
+            "samples/usage-counter/proxy.jsonl",
             "does not keep its state",
         ),
     ] {
@@ -492,6 +492,78 @@ fn logs_that_are_not_appended_line_by_line_are_refused_with_the_reason() {
         );
         assert!(formats::load_file(&p).is_ok(), "{rel} still loads");
     }
+}
+
+/// HTTP captures (what `ctxlab capture` writes) are followed by reading the complete lines kept so
+/// far again at each poll: written in pieces, the followed session ends equal to loading the
+/// file; every update is either a plain addition or a reload that says why, and every byte is
+/// read once.
+#[test]
+fn http_captures_followed_in_pieces_equal_loading_them() {
+    let mut files: Vec<PathBuf> = [
+        "samples/http-capture/anthropic-claude-code.jsonl",
+        "samples/http-capture/gemini-adk.jsonl",
+        "samples/http-capture/openai-chat.jsonl",
+    ]
+    .iter()
+    .map(|r| workspace(r))
+    .collect();
+    files.push(real("llm-trace-proxy_wang0618/adk-deepresearch.jsonl"));
+    let mut reloads = 0;
+    let mut updates = 0;
+    for (i, src) in files.iter().enumerate() {
+        assert!(src.exists(), "{} is missing", src.display());
+        let data = fs::read(src).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dst = dir.path().join(src.file_name().unwrap());
+        let mut rng = Rng(31 + i as u64);
+        let mut f: Option<Follower> = None;
+        let mut bytes = 0;
+        let mut from = 0;
+        for cut in cuts(&data, 25, &mut rng) {
+            append(&dst, &data[from..cut]);
+            from = cut;
+            match &mut f {
+                None if data[..cut].contains(&b'\n') => {
+                    let opened = Follower::open(&dst).unwrap();
+                    assert_eq!(opened.format(), "http-capture");
+                    bytes = opened.session().source.bytes;
+                    f = Some(opened);
+                }
+                None => {}
+                Some(f) => {
+                    if let Some(u) = f.poll().unwrap() {
+                        updates += 1;
+                        bytes += u.bytes;
+                        let s = f.session();
+                        if let Some(why) = &u.reloaded {
+                            reloads += 1;
+                            assert!(why.contains("shown anew"), "{why}");
+                            assert_eq!(u.messages, 0..s.messages.len());
+                            assert_eq!(u.calls.len(), s.calls.len());
+                        } else {
+                            assert_eq!(u.messages.end, s.messages.len());
+                        }
+                    }
+                }
+            }
+        }
+        let f = f.expect("the capture has a complete line");
+        let loaded = formats::load_file(&dst).unwrap();
+        assert!(!loaded.calls.is_empty(), "{}", src.display());
+        assert_sessions_equal(f.session(), &loaded, src);
+        assert_eq!(
+            bytes,
+            data.len() as u64,
+            "{}: every byte read once",
+            src.display()
+        );
+    }
+    assert!(updates > 0);
+    assert!(
+        reloads < updates,
+        "{reloads} of {updates} updates were reloads"
+    );
 }
 
 /// `ctxlab watch --json --exit-after N` against a file another thread appends to.

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::lines::{read_jsonl, JsonSink, LineReader};
-use super::{claude_code, codex, detect, fuseraft, native, pi, FORMATS};
+use super::{claude_code, codex, detect, fuseraft, http_capture, native, pi, FORMATS};
 use crate::model::{Agent, AgentIdx, MsgIdx, RecordedCompaction, Session, Usage, Warning};
 use crate::{Error, Result};
 
@@ -54,6 +54,73 @@ pub(crate) trait LiveLog: Send {
     fn discover(&mut self) -> Vec<(usize, PathBuf)> {
         Vec::new()
     }
+    /// The last `finish` changed what earlier reads had given (not only added to it): the
+    /// follower then announces the whole session as new.
+    fn rebuilt(&self) -> bool {
+        false
+    }
+}
+
+/// A log whose reader decides earlier lines by later ones (an HTTP capture: which requests form
+/// an agent, which are side calls, is told by the requests that follow) and so reads whole.
+/// Following keeps the complete lines read so far and reads them all again at each poll; when
+/// that changes anything already shown, the update is a reload. A capture holds one line per
+/// model call, so reading it again costs little next to the calls themselves.
+struct WholeLive {
+    path: PathBuf,
+    read: fn(&Path, &[u8]) -> Result<Session>,
+    bytes: Vec<u8>,
+    session: Session,
+    rebuilt: bool,
+}
+
+impl WholeLive {
+    fn new(path: &Path, read: fn(&Path, &[u8]) -> Result<Session>) -> Self {
+        WholeLive {
+            path: path.to_path_buf(),
+            read,
+            bytes: Vec::new(),
+            session: Session::default(),
+            rebuilt: false,
+        }
+    }
+}
+
+impl LiveLog for WholeLive {
+    fn feed(&mut self, _file: usize, input: &mut dyn BufRead, line: u32) -> io::Result<u32> {
+        let before = self.bytes.len();
+        input.read_to_end(&mut self.bytes)?;
+        let lines = memchr::memchr_iter(b'\n', &self.bytes[before..]).count();
+        Ok(line.saturating_add(u32::try_from(lines).unwrap_or(u32::MAX)))
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let fresh = (self.read)(&self.path, &self.bytes)?;
+        let shown = std::mem::replace(&mut self.session, fresh);
+        self.rebuilt = !extends(&shown, &self.session);
+        Ok(())
+    }
+
+    fn unfinish(&mut self) {}
+
+    fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn rebuilt(&self) -> bool {
+        self.rebuilt
+    }
+}
+
+/// Whether `new` holds everything `old` did, unchanged and at the same indices.
+fn extends(old: &Session, new: &Session) -> bool {
+    fn prefix<T: PartialEq>(a: &[T], b: &[T]) -> bool {
+        a.len() <= b.len() && a == &b[..a.len()]
+    }
+    prefix(&old.agents, &new.agents)
+        && prefix(&old.messages, &new.messages)
+        && prefix(&old.calls, &new.calls)
+        && prefix(&old.compactions, &new.compactions)
 }
 
 /// The sink of a JSON-lines reader whose log the shared frame [`JsonlLive`] reads: it holds the
@@ -269,6 +336,10 @@ impl Follower {
             pi::ID => (pi::ID, Box::new(pi::Live::new(path))),
             fuseraft::ID => (fuseraft::ID, Box::new(fuseraft::Live::new(path))),
             native::ID => (native::ID, Box::new(native::Live::new(path))),
+            http_capture::ID => (
+                http_capture::ID,
+                Box::new(WholeLive::new(path, http_capture::read_bytes)),
+            ),
             other if FORMATS.contains(&other) => {
                 return Err(Error::Invalid(format!(
                     "{}: following is not supported for the {other} format: {}",
@@ -344,6 +415,16 @@ impl Follower {
         let finished = self.log.finish();
         let bytes = read.inspect_err(|e| self.broken = Some(e.to_string()))?;
         finished?;
+        if self.log.rebuilt() {
+            let mut update = self.everything(format!(
+                "{}: the new lines changed how earlier ones read (an HTTP capture's agents are \
+                 decided by the requests that follow): the session is shown anew",
+                self.path.display()
+            ));
+            update.bytes = bytes;
+            self.seen.update(self.log.session(), self.log.call_order());
+            return Ok(Some(update));
+        }
         let mut update = self.seen.diff(self.log.session(), self.log.call_order());
         update.bytes = bytes;
         self.seen.update(self.log.session(), self.log.call_order());

@@ -1227,9 +1227,20 @@ fn open_lines(path: &Path) -> Result<std::io::BufReader<std::fs::File>> {
 }
 
 pub fn read(path: &Path) -> Result<Session> {
+    read_with(path, || open_lines(path))
+}
+
+/// Reads a capture held in memory (the complete lines of a capture still being written), as
+/// `read` reads the file at `path`.
+pub(crate) fn read_bytes(path: &Path, bytes: &[u8]) -> Result<Session> {
+    read_with(path, || Ok(bytes))
+}
+
+/// The two passes over the lines `open` gives (called once per pass).
+fn read_with<R: std::io::BufRead>(path: &Path, open: impl Fn() -> Result<R>) -> Result<Session> {
     const WHAT: &str = "a captured exchange {request, response}";
     let mut hasher = blake3::Hasher::new();
-    let mut lines = LineReader::new(open_lines(path)?, &mut hasher);
+    let mut lines = LineReader::new(open()?, &mut hasher);
     let mut scan = Scan {
         reqs: Vec::new(),
         warnings: Vec::new(),
@@ -1284,7 +1295,7 @@ pub fn read(path: &Path) -> Result<Session> {
     drop(scan.reqs);
 
     let mut hasher = blake3::Hasher::new();
-    let mut lines = LineReader::new(open_lines(path)?, &mut hasher);
+    let mut lines = LineReader::new(open()?, &mut hasher);
     let mut build = Build {
         s,
         plan: &plan,
