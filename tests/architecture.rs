@@ -178,6 +178,28 @@ fn the_engine_persists_and_draws_nothing() {
 }
 
 #[test]
+fn the_proxy_records_and_interprets_nothing() {
+    let bad = offenders(
+        "src/capture.rs",
+        &[
+            "replay",
+            "tokens",
+            "plugin_host",
+            "store",
+            "chart",
+            "report",
+            "compare",
+            "tune",
+            "export",
+            "inspect",
+            "discover",
+            "model",
+        ],
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+#[test]
 fn compare_and_tune_do_not_import_each_other() {
     assert!(offenders("src/compare.rs", &["tune"]).is_empty());
     assert!(offenders("src/tune.rs", &["compare"]).is_empty());

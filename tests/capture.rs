@@ -113,6 +113,47 @@ fn openai_sse(text: &str, input: u64, output: u64) -> Vec<String> {
     ]
 }
 
+fn responses_body(text: &str, input: u64, output: u64) -> Value {
+    json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5-codex",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": input + output}})
+}
+
+fn responses_sse(text: &str, input: u64, output: u64) -> Vec<String> {
+    let (a, b) = text.split_at(text.len() / 2);
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    vec![
+        ev(
+            "response.created",
+            json!({"type": "response.created", "sequence_number": 0,
+            "response": {"id": "resp_2", "object": "response", "status": "in_progress",
+                         "model": "gpt-5-codex", "output": []}}),
+        ),
+        ev(
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta",
+            "sequence_number": 1, "item_id": "msg_1", "output_index": 1, "content_index": 0,
+            "delta": a}),
+        ),
+        ev(
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta",
+            "sequence_number": 2, "item_id": "msg_1", "output_index": 1, "content_index": 0,
+            "delta": b}),
+        ),
+        ev(
+            "response.completed",
+            json!({"type": "response.completed", "sequence_number": 3,
+            "response": responses_body(text, input, output)}),
+        ),
+    ]
+}
+
 fn gemini_chunk(text: &str, usage: Option<(u64, u64)>) -> Value {
     let mut v = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
         "index": 0}], "modelVersion": "gemini-2.5-flash"});
@@ -140,8 +181,11 @@ fn gemini_sse(text: &str, input: u64, output: u64) -> Vec<String> {
 enum Api {
     Anthropic,
     OpenAi,
+    Responses,
     Gemini,
 }
+
+const APIS: [Api; 4] = [Api::Anthropic, Api::OpenAi, Api::Responses, Api::Gemini];
 
 /// What the stand-in answers: the reply text holds the request's last user text, so an answer
 /// mixed up with another request's shows.
@@ -158,6 +202,8 @@ fn answer(api: Api, stream: bool, user: &str) -> (Vec<String>, bool) {
         (Api::Anthropic, true) => anthropic_sse(&text, input, output),
         (Api::OpenAi, false) => vec![openai_json(&text, input, output)],
         (Api::OpenAi, true) => openai_sse(&text, input, output),
+        (Api::Responses, false) => vec![responses_body(&text, input, output).to_string()],
+        (Api::Responses, true) => responses_sse(&text, input, output),
         (Api::Gemini, false) => vec![gemini_json(&text, input, output)],
         (Api::Gemini, true) => gemini_sse(&text, input, output),
     };
@@ -196,6 +242,10 @@ fn last_user_text(api: Api, body: &Value) -> String {
             .as_array()
             .and_then(|c| c.last())
             .map(|m| m["parts"][0]["text"].as_str().unwrap_or("").to_string()),
+        Api::Responses => body["input"]
+            .as_array()
+            .and_then(|c| c.last())
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string()),
         _ => body["messages"].as_array().and_then(|m| m.last()).map(|m| {
             m["content"]
                 .as_str()
@@ -231,6 +281,8 @@ async fn upstream_handle(
         Api::Anthropic
     } else if path.starts_with("/v1/chat/completions") {
         Api::OpenAi
+    } else if path.starts_with("/v1/responses") {
+        Api::Responses
     } else {
         Api::Gemini
     };
@@ -332,6 +384,19 @@ fn request(proxy: SocketAddr, api: Api, stream: bool, history: &[&str]) -> Reque
                     .collect::<Vec<_>>()}),
             Request::post("/").header("authorization", "Bearer sk-proj-SECRET-openai"),
         ),
+        Api::Responses => (
+            "/v1/responses".to_string(),
+            json!({"model": "gpt-5-codex", "stream": stream, "store": false,
+                "instructions": "You are a test agent.",
+                "input": history.iter().enumerate().map(|(i, t)| json!({"type": "message",
+                    "role": role(i),
+                    "content": [{"type": if i % 2 == 0 { "input_text" } else { "output_text" },
+                                 "text": t}]}))
+                    .collect::<Vec<_>>()}),
+            Request::post("/")
+                .header("authorization", "Bearer sk-proj-SECRET-codex")
+                .header("session_id", "codex-conversation-7"),
+        ),
         Api::Gemini => (
             format!(
                 "/v1beta/models/gemini-2.5-flash:{}?key=AIza-SECRET-gemini{}",
@@ -407,7 +472,7 @@ fn rt() -> tokio::runtime::Runtime {
 /// conversation and their usage, and no credential is written.
 #[test]
 fn every_api_json_and_sse_forwarded_byte_for_byte_and_read_back_with_usage() {
-    for api in [Api::Anthropic, Api::OpenAi, Api::Gemini] {
+    for api in APIS {
         for stream in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             rt().block_on(async {
@@ -446,11 +511,16 @@ fn every_api_json_and_sse_forwarded_byte_for_byte_and_read_back_with_usage() {
                 1,
                 "{api:?}: one conversation, one file: {files:?}"
             );
-            if api == Api::Anthropic {
+            let named = match api {
+                Api::Anthropic => Some("conv-anthropic-1.jsonl"),
+                Api::Responses => Some("codex-conversation-7.jsonl"),
+                _ => None,
+            };
+            if let Some(name) = named {
                 assert_eq!(
                     files[0].file_name().unwrap(),
-                    "conv-anthropic-1.jsonl",
-                    "named by Claude Code's session id"
+                    name,
+                    "named by the conversation id the client sends"
                 );
             }
             let session = ctxlab::formats::load_file(&files[0]).expect("the capture reads");
@@ -536,7 +606,7 @@ fn twenty_parallel_streams_all_captured_none_mixed_up() {
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..20 {
             let c = c.clone();
-            let api = [Api::Anthropic, Api::OpenAi, Api::Gemini][i % 3];
+            let api = APIS[i % 4];
             let addr = proxy.addr;
             tasks.spawn(async move {
                 let user = format!("parallel request {i}");
@@ -590,6 +660,7 @@ fn sse_text(response: &Value) -> String {
             continue;
         };
         for t in [
+            &v["delta"],
             &v["delta"]["text"],
             &v["choices"][0]["delta"]["content"],
             &v["candidates"][0]["content"]["parts"][0]["text"],
@@ -702,4 +773,99 @@ fn credential_names_and_query_parameters_are_recognised() {
         Some("https://generativelanguage.googleapis.com")
     );
     assert_eq!(capture::default_upstream("/metrics"), None);
+}
+
+/// `ctxlab capture` as a user runs it: it prints where it listens and the line for each agent,
+/// records two calls, stops by itself after them (`--exit-after`), and `ctxlab inspect` reads
+/// the capture it wrote.
+#[test]
+fn the_cli_records_and_inspect_reads_what_it_wrote() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_ctxlab");
+    let rt = rt();
+    let (up_addr, _up) = rt.block_on(start_upstream());
+    let mut child = Command::new(exe)
+        .args([
+            "capture",
+            "--listen",
+            "127.0.0.1:0",
+            "--exit-after",
+            "2",
+            "--upstream",
+        ])
+        .arg(format!("http://{up_addr}"))
+        .arg("-o")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let addr: SocketAddr = first
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .parse()
+        .unwrap();
+    // The folder, a heading and one line per agent, the SDKs' last.
+    let mut rest = String::new();
+    while !rest.contains("Anthropic SDKs") {
+        if out.read_line(&mut rest).unwrap() == 0 {
+            panic!("capture stopped before printing its set-up lines: {rest}");
+        }
+    }
+    assert!(
+        rest.contains(&format!("ANTHROPIC_BASE_URL=http://{addr}")),
+        "{rest}"
+    );
+    assert!(
+        rest.contains(&format!("OPENAI_BASE_URL=http://{addr}/v1")),
+        "{rest}"
+    );
+    rt.block_on(async {
+        let c = client();
+        send(&c, request(addr, Api::Anthropic, true, &["first"])).await;
+        send(
+            &c,
+            request(
+                addr,
+                Api::Anthropic,
+                true,
+                &["first", &reply_text("first"), "second"],
+            ),
+        )
+        .await;
+    });
+    // Bounded wait for the proxy to stop by itself.
+    let deadline = std::time::Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("ctxlab capture did not stop after --exit-after 2");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    let mut tail = String::new();
+    std::io::Read::read_to_string(&mut out, &mut tail).unwrap();
+    assert!(tail.contains("stopped: 2 recorded"), "{tail}");
+    let file = dir.path().join("conv-anthropic-1.jsonl");
+    let o = Command::new(exe)
+        .args(["inspect", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let stats = &v["sessions"][0]["agents"][0]["stats"];
+    assert_eq!(stats["calls"], 2, "{stats}");
+    assert_eq!(stats["calls_with_usage"], 2, "{stats}");
+    assert_no_credentials(dir.path());
 }

@@ -94,7 +94,7 @@ struct BaseInstructions {
 }
 
 #[derive(Deserialize)]
-struct Item<'a> {
+pub(crate) struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -474,7 +474,7 @@ fn raw_text(raw: &RawValue) -> String {
 }
 
 /// Tool output: a string, or `{content, success}`, or a list of content items.
-fn output_text(raw: Option<&RawValue>) -> (String, bool) {
+pub(crate) fn output_text(raw: Option<&RawValue>) -> (String, bool) {
     let Some(raw) = raw else {
         return (String::new(), false);
     };
@@ -502,7 +502,7 @@ fn output_text(raw: Option<&RawValue>) -> (String, bool) {
 }
 
 /// The `input_image` items of a tool output given as a list of content items.
-fn output_images(raw: Option<&RawValue>) -> Vec<Part> {
+pub(crate) fn output_images(raw: Option<&RawValue>) -> Vec<Part> {
     match raw.and_then(|r| serde_json::from_str::<StrOrBlocks<Item<'_>>>(r.get()).ok()) {
         Some(items @ StrOrBlocks::Blocks(_)) => items_to_parts(items)
             .into_iter()
@@ -512,7 +512,7 @@ fn output_images(raw: Option<&RawValue>) -> Vec<Part> {
     }
 }
 
-fn items_to_parts(content: StrOrBlocks<Item<'_>>) -> Vec<Part> {
+pub(crate) fn items_to_parts(content: StrOrBlocks<Item<'_>>) -> Vec<Part> {
     match content {
         StrOrBlocks::None => Vec::new(),
         StrOrBlocks::Str(text) => vec![Part::Text { text }],
@@ -530,7 +530,7 @@ fn items_to_parts(content: StrOrBlocks<Item<'_>>) -> Vec<Part> {
     }
 }
 
-fn join_text(content: StrOrBlocks<Item<'_>>) -> String {
+pub(crate) fn join_text(content: StrOrBlocks<Item<'_>>) -> String {
     match content {
         StrOrBlocks::None => String::new(),
         StrOrBlocks::Str(s) => s,

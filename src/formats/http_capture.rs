@@ -43,6 +43,8 @@ pub const ID: &str = "http-capture";
 enum Api {
     Anthropic,
     OpenAi,
+    /// OpenAI's Responses API (`input` items; what Codex sends).
+    Responses,
     Gemini,
 }
 
@@ -63,6 +65,8 @@ struct Line<'a> {
 struct Probe {
     #[serde(default)]
     contents: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    input: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     system: Option<serde::de::IgnoredAny>,
     #[serde(default)]
@@ -126,6 +130,8 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
     let sse_has = |needle: &str| sse.iter().any(|l| l.contains(needle));
     let api = if req_probe.contents.is_some() || resp_probe.candidates.is_some() {
         Api::Gemini
+    } else if req_probe.input.is_some() {
+        Api::Responses
     } else if resp_probe.choices.is_some() || sse_has("\"choices\"") {
         Api::OpenAi
     } else if req_probe.system.is_some()
@@ -164,6 +170,7 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
         Api::Anthropic => anthropic_request(request.get(), &mut x)?,
         Api::OpenAi => openai_request(request.get(), &mut x)?,
         Api::Gemini => gemini_request(request.get(), &mut x)?,
+        Api::Responses => responses_request(request.get(), &mut x)?,
     }
     if let Some(r) = response {
         match (api, resp_probe.sse_lines) {
@@ -177,6 +184,8 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
                 }
             }
             (Api::Gemini, None) => gemini_response(r.get(), &mut x),
+            (Api::Responses, Some(lines)) => responses_stream(&lines, &mut x),
+            (Api::Responses, None) => responses_response(r.get(), &mut x),
         }
     }
     Ok(x)
@@ -543,6 +552,209 @@ fn openai_stream(lines: &[String], x: &mut Exchange) {
         parts.push(Part::ToolCall { id, name, args });
     }
     x.reply = Some(parts);
+}
+
+// ---- OpenAI Responses ----------------------------------------------------------------------
+//
+// The request's `input` is a list of items, the same items a Codex rollout records as
+// `response_item`s (codex.rs reads their contents with the same helpers): messages, the model's
+// reasoning (summary text; its encrypted content is not readable), tool calls and their outputs.
+// `instructions` is the system prompt, outside the items as Anthropic's `system` is. A stream
+// ends with `response.completed`, which carries the whole response.
+
+#[derive(Deserialize)]
+struct RsRequest<'a> {
+    #[serde(default)]
+    model: LenientStr,
+    #[serde(default)]
+    instructions: LenientStr,
+    #[serde(borrow, default)]
+    input: StrOrBlocks<RsItem<'a>>,
+    #[serde(default)]
+    tools: Vec<NamedTool>,
+}
+
+#[derive(Deserialize)]
+struct RsItem<'a> {
+    #[serde(rename = "type", default)]
+    kind: LenientStr,
+    #[serde(default)]
+    role: LenientStr,
+    #[serde(borrow, default)]
+    content: StrOrBlocks<super::codex::Item<'a>>,
+    #[serde(borrow, default)]
+    summary: StrOrBlocks<super::codex::Item<'a>>,
+    #[serde(default)]
+    name: LenientStr,
+    #[serde(default)]
+    arguments: LenientStr,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    action: Option<&'a RawValue>,
+    #[serde(default)]
+    call_id: LenientStr,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+}
+
+/// Appends one item to `messages`: the model's items (reasoning, text, tool calls) join the
+/// assistant message they follow, as one reply.
+fn responses_item(item: RsItem<'_>, messages: &mut Vec<(Role, Vec<Part>)>) {
+    let kind = item.kind.0.unwrap_or_else(|| "message".into());
+    let reply = |part: Part, messages: &mut Vec<(Role, Vec<Part>)>| match messages.last_mut() {
+        Some((Role::Assistant, parts)) => parts.push(part),
+        _ => messages.push((Role::Assistant, vec![part])),
+    };
+    match kind.as_str() {
+        "message" => {
+            let role = match item.role.0.as_deref() {
+                Some("assistant") => Role::Assistant,
+                Some("system" | "developer") => Role::System,
+                _ => Role::User,
+            };
+            let parts = super::codex::items_to_parts(item.content);
+            if role == Role::Assistant {
+                for p in parts {
+                    reply(p, messages);
+                }
+            } else {
+                messages.push((role, parts));
+            }
+        }
+        "reasoning" => {
+            let text = super::codex::join_text(item.summary);
+            if !text.is_empty() {
+                reply(Part::Thinking { text }, messages);
+            }
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call"
+        | "tool_search_call" => {
+            let args = match (item.arguments.0, item.input, item.action) {
+                (Some(a), _, _) => a,
+                (None, Some(raw), _) => serde_json::from_str::<String>(raw.get())
+                    .unwrap_or_else(|_| raw.get().to_string()),
+                (None, None, Some(raw)) => raw.get().to_string(),
+                _ => "{}".to_string(),
+            };
+            let name = item
+                .name
+                .0
+                .unwrap_or_else(|| kind.trim_end_matches("_call").to_string());
+            let id = item.call_id.0.unwrap_or_default();
+            reply(Part::ToolCall { id, name, args }, messages);
+        }
+        k if k.ends_with("_call_output") => {
+            let (content, is_error) = super::codex::output_text(item.output);
+            let mut parts = vec![Part::ToolResult {
+                call_id: item.call_id.0.unwrap_or_default(),
+                content,
+                is_error,
+            }];
+            parts.extend(super::codex::output_images(item.output));
+            messages.push((Role::Tool, parts));
+        }
+        _ => {}
+    }
+}
+
+fn responses_request(body: &str, x: &mut Exchange) -> std::result::Result<(), String> {
+    let r: RsRequest = serde_json::from_str(body)
+        .map_err(|e| format!("expected an OpenAI Responses request body: {e}"))?;
+    x.model = r.model.0;
+    x.tools = tool_names(r.tools);
+    x.system = r.instructions.0.unwrap_or_default();
+    match r.input {
+        StrOrBlocks::None => {}
+        StrOrBlocks::Str(text) => x.messages.push((Role::User, vec![Part::Text { text }])),
+        StrOrBlocks::Blocks(items) => {
+            for item in items {
+                responses_item(item, &mut x.messages);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct RsResponse<'a> {
+    #[serde(default)]
+    id: LenientStr,
+    #[serde(default)]
+    model: LenientStr,
+    #[serde(borrow, default)]
+    output: Vec<RsItem<'a>>,
+    #[serde(default)]
+    usage: Option<RsUsage>,
+}
+
+#[derive(Deserialize)]
+struct RsUsage {
+    #[serde(default)]
+    input_tokens: Count,
+    #[serde(default)]
+    output_tokens: Count,
+    #[serde(default)]
+    input_tokens_details: Option<RsCached>,
+}
+
+#[derive(Deserialize)]
+struct RsCached {
+    #[serde(default)]
+    cached_tokens: Count,
+}
+
+fn responses_response(body: &str, x: &mut Exchange) {
+    let Ok(r) = serde_json::from_str::<RsResponse>(body) else {
+        return;
+    };
+    let mut messages = Vec::new();
+    for item in r.output {
+        responses_item(item, &mut messages);
+    }
+    let parts: Vec<Part> = messages
+        .into_iter()
+        .filter(|(role, _)| *role == Role::Assistant)
+        .flat_map(|(_, parts)| parts)
+        .collect();
+    x.reply = Some(parts);
+    if let Some(u) = r.usage {
+        let prompt = u.input_tokens.get();
+        let cached = u
+            .input_tokens_details
+            .map_or(0, |d| d.cached_tokens.get())
+            .min(prompt);
+        x.usage = Some(Usage {
+            input: prompt - cached,
+            output: u.output_tokens.get(),
+            cache_read: cached,
+            ..Usage::default()
+        });
+    }
+    set_if_some(&mut x.model, r.model.0);
+    set_if_some(&mut x.request_id, r.id.0);
+}
+
+/// A streamed response: its final event (`response.completed`, or `response.incomplete` /
+/// `response.failed`) holds the whole response.
+fn responses_stream(lines: &[String], x: &mut Exchange) {
+    #[derive(Deserialize)]
+    struct Ev<'a> {
+        #[serde(rename = "type", default)]
+        kind: LenientStr,
+        #[serde(borrow, default)]
+        response: Option<&'a RawValue>,
+    }
+    for data in sse_data(lines) {
+        let Ok(ev) = serde_json::from_str::<Ev>(data) else {
+            continue;
+        };
+        if let (Some("response.completed" | "response.incomplete" | "response.failed"), Some(r)) =
+            (ev.kind.0.as_deref(), ev.response)
+        {
+            responses_response(r.get(), x);
+        }
+    }
 }
 
 // ---- Gemini contents ----------------------------------------------------------------------
