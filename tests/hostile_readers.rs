@@ -140,3 +140,157 @@ fn invalid_utf8_is_replaced_and_warned_in_every_reader() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Copies the sample `rel` (with its folder: a Cline task, subagent files) into a temporary
+/// folder, edits the file with `edit`, and loads it. Returns the session and the folder.
+fn load_edited(
+    rel: &str,
+    edit: impl FnOnce(&mut Vec<u8>),
+) -> (ctxlab::Result<Session>, PathBuf, tempfile::TempDir) {
+    let orig = sample(rel);
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t");
+    std::fs::create_dir(&dir).unwrap();
+    copy_dir(orig.parent().unwrap(), &dir);
+    let path = dir.join(orig.file_name().unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    edit(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    (formats::load_file(&path), path, d)
+}
+
+fn with_usage(s: &Session) -> usize {
+    s.calls.iter().filter(|c| c.usage.is_some()).count()
+}
+
+/// Finding 12: a negative, fractional or out-of-range usage figure read as 0 without a word
+/// (Claude Code `input_tokens: -5` gave a calibration error of 164 %; pi and Codex the same). In
+/// every reader that reads usage, the call now stays, without recorded usage, and a warning
+/// names the line and the figure.
+#[test]
+fn usage_that_is_not_a_token_count_is_warned_and_not_recorded() {
+    // (sample, text just before the figure; the first after `after` when given)
+    let cases: &[(&str, &str)] = &[
+        (
+            "claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl",
+            "\"input_tokens\":",
+        ),
+        (
+            "codex/rollout-2026-03-14T09-12-44-019c1754-a43c-7709-85e2-fa8bb43a4f52.jsonl",
+            "\"input_tokens\":",
+        ),
+        (
+            "pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl",
+            "\"cacheWrite\":",
+        ),
+        ("openai/tidewater-refactor.json", "\"prompt_tokens\": "),
+        ("gemini-cli/session-2026-03-03T09-26-5ae1ec23.json", "\"input\": "),
+        ("gemini-cli/session-2026-03-04T09-30-c1971d3f.jsonl", "\"input\":"),
+        ("http-capture/anthropic-claude-code.jsonl", "\\\"input_tokens\\\": "),
+        ("http-capture/gemini-adk.jsonl", "\"promptTokenCount\": "),
+        ("http-capture/openai-chat.jsonl", "\"prompt_tokens\": "),
+        ("managed-agents/events.jsonl", "\"input_tokens\": "),
+        ("fuseraft/ctx_snapshots_a3f9c2d1e8b7.jsonl", "\"turn_input_tokens\":"),
+        ("mini-swe-agent/rename-flag.traj.json", "\"prompt_tokens\": "),
+        (
+            // The chat span's (the invoke_agent span before it is no call).
+            "otel/otlp-export.json",
+            "\n               {\"key\": \"gen_ai.usage.input_tokens\", \"value\": {\"intValue\": \"",
+        ),
+        (
+            "copilot-cli/be1c1ebd-d288-468d-aca1-4618fd136e8e/events.jsonl",
+            "\"outputTokens\":",
+        ),
+        ("cline/task-1/ui_messages.json", "\\\"tokensIn\\\":"),
+        // A step's (a message's own tokens are not its calls' when it has steps).
+        (
+            "opencode/ses_ed3HBxav6JWJ6otZozRK5m8JEB.json",
+            "\"reason\": \"tool-calls\",\n          \"sessionID\": \"ses_ed3HBxav6JWJ6otZozRK5m8JEB\",\n          \"snapshot\": \"aca9cb3a5d215f90a279a261149713cb917ab002\",\n          \"tokens\": {\n            \"cache\": {\n              \"read\": 0,\n              \"write\": 10410\n            },\n            \"input\": ",
+        ),
+        ("native/helpdesk-two-agents.ctxlab.jsonl", "\"usage\":"),
+    ];
+    let mut failures = Vec::new();
+    for &(rel, before) in cases {
+        let load = |p: &Path| {
+            formats::load_file(&if rel.starts_with("cline/") {
+                p.with_file_name("ui_messages.json")
+            } else {
+                p.to_path_buf()
+            })
+        };
+        let good = load(&sample(rel)).unwrap();
+        for bad in ["-5", "1.5", "1e30"] {
+            let mut line = 0;
+            let (s, path, _d) = load_edited(rel, |b| {
+                let text = String::from_utf8(b.clone()).unwrap();
+                let at = text
+                    .find(before)
+                    .unwrap_or_else(|| panic!("{rel}: {before}"));
+                let from = at + before.len();
+                let len = text[from..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(0);
+                let value = if rel.starts_with("native/") {
+                    // The sample's calls have no usage: one is given a usage to break.
+                    assert!(text[from..].starts_with("null"));
+                    format!("{{\"input\":{bad},\"output\":7}}")
+                } else {
+                    bad.to_string()
+                };
+                let len = if rel.starts_with("native/") { 4 } else { len };
+                line = 1 + text[..at].matches('\n').count() as u32;
+                *b = format!("{}{value}{}", &text[..from], &text[from + len..]).into_bytes();
+            });
+            let s = match rel.starts_with("cline/") {
+                true => formats::load_file(&path.with_file_name("ui_messages.json")),
+                false => s,
+            };
+            let s = match s {
+                Ok(s) => s,
+                Err(e) => {
+                    failures.push(format!("{rel} ({bad}): {e}"));
+                    continue;
+                }
+            };
+            let warned = s
+                .warnings
+                .iter()
+                .find(|w| w.message.contains("not a token count"));
+            match warned {
+                None => failures.push(format!("{rel} ({bad}): no warning: {:?}", s.warnings)),
+                Some(w) => {
+                    if !w.message.contains(bad.trim_start_matches('+')) {
+                        failures.push(format!("{rel} ({bad}): the figure is not named: {w}"));
+                    }
+                    // JSONL names the entry's line; a document the line where the element
+                    // holding the figure starts (a message, a span); an OTLP export is one
+                    // object whose spans are placed at its last line.
+                    let otel = rel.starts_with("otel/");
+                    if w.line == 0 || (w.line > line && !otel) {
+                        failures.push(format!("{rel} ({bad}): at line {}, not {line}", w.line));
+                    }
+                }
+            }
+            let native = rel.starts_with("native/");
+            if s.calls.len() != good.calls.len() {
+                failures.push(format!(
+                    "{rel} ({bad}): {} calls instead of {}",
+                    s.calls.len(),
+                    good.calls.len()
+                ));
+            }
+            let want = if native {
+                with_usage(&good)
+            } else {
+                with_usage(&good) - 1
+            };
+            if with_usage(&s) != want {
+                failures.push(format!(
+                    "{rel} ({bad}): {} calls with usage, expected {want}",
+                    with_usage(&s)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

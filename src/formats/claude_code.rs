@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
+use super::de::{bad_usage, base64_len, Count, LenientStr, StrOrBlocks};
 use super::follow::LiveLog;
 use super::lines::{from_line, read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
@@ -110,10 +110,42 @@ pub(crate) struct CacheCreation {
 }
 
 impl ApiUsage {
-    pub(crate) fn to_usage(&self) -> Usage {
-        let top = self.input_tokens.get()
-            + self.cache_read_input_tokens.get()
-            + self.cache_creation_input_tokens.get();
+    /// The usage, or the warning for a figure that is not a token count (`de::bad_usage`).
+    pub(crate) fn checked(&self) -> std::result::Result<Usage, String> {
+        match self.bad() {
+            Some(why) => Err(why),
+            None => Ok(self.to_usage()),
+        }
+    }
+
+    fn bad(&self) -> Option<String> {
+        let c = self.cache_creation.as_ref();
+        bad_usage([
+            ("input_tokens", self.input_tokens.1),
+            ("output_tokens", self.output_tokens.1),
+            ("cache_read_input_tokens", self.cache_read_input_tokens.1),
+            (
+                "cache_creation_input_tokens",
+                self.cache_creation_input_tokens.1,
+            ),
+            (
+                "cache_creation.ephemeral_5m_input_tokens",
+                c.and_then(|c| c.ephemeral_5m_input_tokens.1),
+            ),
+            (
+                "cache_creation.ephemeral_1h_input_tokens",
+                c.and_then(|c| c.ephemeral_1h_input_tokens.1),
+            ),
+        ])
+        .or_else(|| self.iterations.iter().flatten().find_map(ApiUsage::bad))
+    }
+
+    fn to_usage(&self) -> Usage {
+        let top = self
+            .input_tokens
+            .get()
+            .saturating_add(self.cache_read_input_tokens.get())
+            .saturating_add(self.cache_creation_input_tokens.get());
         if top == 0 {
             // Some 2.1.18x entries leave the top level at 0 (at most a cache-creation breakdown
             // of one part of the call) and write the real figures per iteration: the context is
@@ -125,7 +157,7 @@ impl ApiUsage {
                     .iter()
                     .flatten()
                     .map(|i| i.output_tokens.get())
-                    .sum::<u64>()
+                    .fold(0u64, u64::saturating_add)
                     .max(self.output_tokens.get());
                 return u;
             }
@@ -142,7 +174,7 @@ impl ApiUsage {
                     c.ephemeral_5m_input_tokens.get(),
                     c.ephemeral_1h_input_tokens.get(),
                 );
-                if a + b == total || total == 0 {
+                if a.checked_add(b) == Some(total) || total == 0 {
                     (a, b)
                 } else {
                     (total, 0)
@@ -557,6 +589,8 @@ struct Response {
     final_usage: bool,
     /// Signature characters of the response's signature-only thinking blocks.
     signature: u64,
+    /// An entry's usage held a figure that is not a token count: the call keeps no usage.
+    bad_usage: bool,
 }
 
 /// Tokens per signature character of a thinking block written without its text: the estimate
@@ -710,7 +744,15 @@ impl FileSink<'_> {
         };
         let mut parts = Vec::new();
         let signature = push_blocks(m.content, &mut parts).signature;
-        let usage = m.usage.as_ref().map(ApiUsage::to_usage);
+        let mut bad_usage = false;
+        let usage = match m.usage.as_ref().map(ApiUsage::checked) {
+            Some(Err(why)) => {
+                self.s.warn(pos, why);
+                bad_usage = true;
+                None
+            }
+            u => u.and_then(Result::ok),
+        };
         let final_usage = m.stop_reason.is_some() && usage.is_some();
         let model = m.model.map(Cow::into_owned);
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
@@ -723,7 +765,10 @@ impl FileSink<'_> {
                 let mi = r.msg;
                 self.s.messages[mi].parts.extend(parts);
                 r.signature += signature;
-                if let (Some(ci), Some(u)) = (r.call, usage) {
+                r.bad_usage |= bad_usage;
+                if let (Some(ci), true) = (r.call, r.bad_usage) {
+                    self.s.calls[ci].usage = None;
+                } else if let (Some(ci), Some(u)) = (r.call, usage) {
                     let call = &mut self.s.calls[ci];
                     // The final usage wins; before it, the largest streaming snapshot.
                     if final_usage
@@ -789,6 +834,7 @@ impl FileSink<'_> {
                     best: out,
                     final_usage,
                     signature,
+                    bad_usage,
                 },
             );
         }

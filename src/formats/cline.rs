@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claude_code::{push_blocks, user_role, Block};
-use super::de::StrOrBlocks;
+use super::de::{bad_usage_values, StrOrBlocks};
 use super::utf8::{read_lossy, Lossy};
 use crate::model::*;
 use crate::{Error, Result};
@@ -47,7 +47,8 @@ fn read_doc(path: &Path, hasher: &mut blake3::Hasher) -> Result<(Lossy, Vec<Valu
 }
 
 struct ApiReq {
-    usage: Usage,
+    /// `Err`: the warning for a figure that is not a token count.
+    usage: std::result::Result<Usage, String>,
     cost: Option<f64>,
     request: String,
     model: Option<String>,
@@ -63,14 +64,19 @@ struct ApiReq {
 fn api_req(e: &Value) -> Option<ApiReq> {
     let info: Value = serde_json::from_str(e["text"].as_str()?).ok()?;
     let n = |k: &str| info[k].as_u64().unwrap_or(0);
-    Some(ApiReq {
-        usage: Usage {
+    let keys = ["tokensIn", "tokensOut", "cacheReads", "cacheWrites"];
+    let usage = match bad_usage_values(keys.map(|k| (k, &info[k]))) {
+        Some(why) => Err(format!("{UI} api_req_started: {why}")),
+        None => Ok(Usage {
             input: n("tokensIn"),
             output: n("tokensOut"),
             cache_read: n("cacheReads"),
             cache_write_5m: n("cacheWrites"),
             cache_write_1h: 0,
-        },
+        }),
+    };
+    Some(ApiReq {
+        usage,
         cost: info["cost"].as_f64().filter(|c| c.is_finite()),
         request: info["request"].as_str().unwrap_or("").to_string(),
         model: e["modelInfo"]["modelId"].as_str().map(String::from),
@@ -78,6 +84,21 @@ fn api_req(e: &Value) -> Option<ApiReq> {
         history_index: e["conversationHistoryIndex"].as_i64(),
         deleted: None,
     })
+}
+
+/// A request's usage, or a warning at `pos` and none.
+fn recorded(
+    s: &mut Session,
+    usage: &std::result::Result<Usage, String>,
+    pos: SourcePos,
+) -> Option<Usage> {
+    match usage {
+        Ok(u) => Some(*u),
+        Err(why) => {
+            s.warn(pos, why.clone());
+            None
+        }
+    }
 }
 
 fn deleted_range(e: &Value) -> Option<(u64, u64)> {
@@ -301,9 +322,17 @@ fn from_history(
         }
         // Without usage from the UI log, Cline's own per-message metrics: `prompt` uncached,
         // `cached` the cache reads and writes together.
-        let metrics = || {
-            let t = &m["metrics"]["tokens"];
-            t.is_object().then(|| Usage {
+        let t = &m["metrics"]["tokens"];
+        let metrics = |s: &mut Session| {
+            if !t.is_object() {
+                return None;
+            }
+            let keys = ["prompt", "completion", "cached"];
+            if let Some(why) = bad_usage_values(keys.map(|k| (k, &t[k]))) {
+                s.warn(pos, format!("metrics.tokens: {why}"));
+                return None;
+            }
+            Some(Usage {
                 input: t["prompt"].as_u64().unwrap_or(0),
                 output: t["completion"].as_u64().unwrap_or(0),
                 cache_read: t["cached"].as_u64().unwrap_or(0),
@@ -312,11 +341,12 @@ fn from_history(
         };
         let model = m["modelInfo"]["modelId"].as_str().map(String::from);
         if mine.is_empty() {
+            let usage = if has_ui { None } else { metrics(s) };
             s.calls.push(Call {
                 agent,
                 context_end: mi,
                 reply: Some(mi),
-                usage: if has_ui { None } else { metrics() },
+                usage,
                 model,
                 timestamp: m["ts"].as_i64(),
                 request_id: None,
@@ -328,12 +358,13 @@ fn from_history(
         for (j, &k) in mine.iter().enumerate() {
             let c = &calls[k];
             used += 1;
+            let usage = recorded(s, &c.usage, pos);
             s.calls.push(Call {
                 agent,
                 context_end: mi,
                 // A retried request: only the last attempt's reply is in the history.
                 reply: (j == last).then_some(mi),
-                usage: Some(c.usage),
+                usage,
                 model: c.model.clone().or(model.clone()),
                 timestamp: c.ts,
                 request_id: None,
@@ -421,11 +452,12 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
                     flags: MessageFlags::default(),
                     source: pos,
                 });
+                let usage = recorded(s, &c.usage, pos);
                 s.calls.push(Call {
                     agent,
                     context_end: s.messages.len(),
                     reply: None,
-                    usage: Some(c.usage),
+                    usage,
                     model: c.model.clone(),
                     timestamp: c.ts,
                     request_id: None,

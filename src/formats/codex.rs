@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::de::{data_url_image, Count, LenientStr, StrOrBlocks};
+use super::de::{bad_usage, data_url_image, Count, LenientStr, NotACount, StrOrBlocks};
 use super::follow::{new_session, JsonlLive, SessionSink};
 use super::lines::JsonSink;
 use super::time::parse_ms;
@@ -149,15 +149,26 @@ impl PartialEq for TokenUsage {
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Default)]
 #[serde(from = "Count")]
-struct CountEq(u64);
+struct CountEq(u64, Option<NotACount>);
 
 impl From<Count> for CountEq {
     fn from(c: Count) -> Self {
-        CountEq(c.get())
+        CountEq(c.get(), c.1)
     }
 }
 
 impl TokenUsage {
+    /// The warning for a figure that is not a token count (`de::bad_usage`).
+    fn bad(&self) -> Option<String> {
+        bad_usage([
+            ("input_tokens", self.input_tokens.1),
+            ("cached_input_tokens", self.cached_input_tokens.1),
+            ("output_tokens", self.output_tokens.1),
+            ("reasoning_output_tokens", self.reasoning_output_tokens.1),
+            ("total_tokens", self.total_tokens.1),
+        ])
+    }
+
     /// Codex's input includes the cached part; the model's `input` is the uncached rest.
     fn to_usage(self) -> Usage {
         let cached = self.cached_input_tokens.0.min(self.input_tokens.0);
@@ -343,13 +354,19 @@ impl Sink {
         if let Some(r) = reply {
             self.size_reply(r, last);
         }
-        let usage = last.to_usage();
-        self.last_context = Some(last.input_tokens.0 + last.output_tokens.0);
+        let usage = match last.bad() {
+            Some(why) => {
+                self.s.warn(pos, why);
+                None
+            }
+            None => Some(last.to_usage()),
+        };
+        self.last_context = Some(last.input_tokens.0.saturating_add(last.output_tokens.0));
         self.s.calls.push(Call {
             agent: 0,
             context_end: reply.unwrap_or(self.s.messages.len()),
             reply,
-            usage: Some(usage),
+            usage,
             model: self.model.clone(),
             timestamp: reply.and_then(|r| self.s.messages[r].timestamp).or(ts),
             request_id: None,

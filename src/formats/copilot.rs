@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::de::bad_usage_values;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
@@ -171,7 +172,13 @@ impl Sink {
             });
         }
         let api = d["apiCallId"].as_str().map(String::from);
-        let output = d["outputTokens"].as_u64();
+        let output = match bad_usage_values([("outputTokens", &d["outputTokens"])]) {
+            Some(why) => {
+                self.s.warn(pos, why);
+                None
+            }
+            None => d["outputTokens"].as_u64(),
+        };
         // The same API call again (a reply written in pieces): one call, one message.
         if api.is_some() && api == self.last_api_call && self.results.is_empty() {
             if let Some(c) = self.s.calls.last_mut() {
@@ -179,7 +186,7 @@ impl Sink {
                     self.s.messages[r].parts.extend(parts);
                 }
                 if let (Some(u), Some(o)) = (c.usage.as_mut(), output) {
-                    u.output += o;
+                    u.output = u.output.saturating_add(o);
                 }
                 return;
             }

@@ -58,9 +58,26 @@ impl<'de> Deserialize<'de> for LenientStr {
     }
 }
 
-/// A non-negative integer token count; anything else (null, negative, float, string) reads as None.
+/// A non-negative integer token count; anything else reads as None. A number that is not a count
+/// (negative, fractional, beyond u64) is also kept in `.1`, so that a usage holding one is
+/// reported and dropped (`bad_usage`) rather than read as a false 0.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Count(pub Option<u64>);
+pub(crate) struct Count(pub Option<u64>, pub Option<NotACount>);
+
+/// A number where a token count was expected.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NotACount(pub f64);
+
+impl fmt::Display for NotACount {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let v = self.0;
+        if v.abs() >= 1e16 || !v.is_finite() {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
+        }
+    }
+}
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -71,38 +88,50 @@ impl<'de> Deserialize<'de> for Count {
                 f.write_str("a token count")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                Ok(Count(Some(v)))
+                Ok(Count(Some(v), None))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-                Ok(Count(u64::try_from(v).ok()))
+                Ok(match u64::try_from(v) {
+                    Ok(n) => Count(Some(n), None),
+                    Err(_) => Count(None, Some(NotACount(v as f64))),
+                })
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-                Ok(Count(
-                    (v.is_finite() && v >= 0.0 && v.fract() == 0.0).then_some(v as u64),
-                ))
+                // 2^64 and above do not fit; a float below it with no fraction is a count.
+                Ok(
+                    if v.is_finite()
+                        && v >= 0.0
+                        && v.fract() == 0.0
+                        && v < 18_446_744_073_709_551_616.0
+                    {
+                        Count(Some(v as u64), None)
+                    } else {
+                        Count(None, Some(NotACount(v)))
+                    },
+                )
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<Count, E> {
-                Ok(Count(None))
+                Ok(Count::default())
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<Count, E> {
-                Ok(Count(None))
+                Ok(Count::default())
             }
             fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
-                Ok(Count(None))
+                Ok(Count::default())
             }
             fn visit_none<E: de::Error>(self) -> Result<Count, E> {
-                Ok(Count(None))
+                Ok(Count::default())
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
                 d.deserialize_any(V)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Count, A::Error> {
                 while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Count(None))
+                Ok(Count::default())
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Count, A::Error> {
                 while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Count(None))
+                Ok(Count::default())
             }
         }
         d.deserialize_any(V)
@@ -113,6 +142,34 @@ impl Count {
     pub(crate) fn get(self) -> u64 {
         self.0.unwrap_or(0)
     }
+
+    /// The count of a JSON value (readers that walk `serde_json::Value`s).
+    pub(crate) fn of(v: &serde_json::Value) -> Count {
+        Count::deserialize(v).unwrap_or_default()
+    }
+}
+
+/// `bad_usage` for fields read as JSON values.
+pub(crate) fn bad_usage_values<'a>(
+    fields: impl IntoIterator<Item = (&'a str, &'a serde_json::Value)>,
+) -> Option<String> {
+    bad_usage(fields.into_iter().map(|(k, v)| (k, Count::of(v).1)))
+}
+
+/// The first of a usage's fields whose number is not a token count, as the warning that
+/// reports it: the call is then left without recorded usage (a false 0 would distort every
+/// figure computed from it).
+pub(crate) fn bad_usage<'a>(
+    fields: impl IntoIterator<Item = (&'a str, Option<NotACount>)>,
+) -> Option<String> {
+    fields.into_iter().find_map(|(name, c)| {
+        c.map(|bad| {
+            format!(
+                "usage `{name}` of {bad} is not a token count (negative, fractional or out of range); \
+                 the call is left without recorded usage"
+            )
+        })
+    })
 }
 
 /// Message content as chat APIs write it: a plain string, or a list of typed blocks.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::de::{Count, LenientStr};
+use super::de::{bad_usage, Count, LenientStr};
 use super::follow::{new_session, JsonlLive, SessionSink};
 use super::lines::JsonSink;
 use super::time::parse_ms;
@@ -115,15 +115,25 @@ impl JsonSink for Sink {
             },
             source: pos,
         });
-        self.s.calls.push(Call {
-            agent,
-            context_end: mi,
-            reply: Some(mi),
-            usage: Some(Usage {
+        let usage = match bad_usage([
+            ("turn_input_tokens", l.turn_input_tokens.1),
+            ("turn_output_tokens", l.turn_output_tokens.1),
+        ]) {
+            Some(why) => {
+                self.s.warn(pos, why);
+                None
+            }
+            None => Some(Usage {
                 input: l.turn_input_tokens.get(),
                 output: l.turn_output_tokens.get(),
                 ..Usage::default()
             }),
+        };
+        self.s.calls.push(Call {
+            agent,
+            context_end: mi,
+            reply: Some(mi),
+            usage,
             model: None,
             timestamp: ts,
             request_id: l.turn.0.map(|t| format!("turn {t}")),

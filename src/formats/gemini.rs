@@ -26,6 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::de::{bad_usage, Count};
 use super::doc::Src;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
@@ -67,13 +68,13 @@ struct Thought {
 #[derive(Deserialize, Clone, Copy, Default)]
 struct Tokens {
     #[serde(default)]
-    input: u64,
+    input: Count,
     #[serde(default)]
-    output: u64,
+    output: Count,
     #[serde(default)]
-    cached: u64,
+    cached: Count,
     #[serde(default)]
-    thoughts: u64,
+    thoughts: Count,
 }
 
 #[derive(Deserialize, Clone)]
@@ -94,16 +95,31 @@ impl Tokens {
     /// `input` includes the cached part; output counts the thoughts too (both are billed as
     /// output, as `candidatesTokenCount + thoughtsTokenCount`). `tool` (grounding results) is not
     /// context. All zeros is no usage.
-    fn usage(self) -> Option<Usage> {
-        if self.input == 0 && self.output == 0 && self.cached == 0 && self.thoughts == 0 {
+    /// `Some(Err)`: the warning for a figure that is not a token count (`de::bad_usage`).
+    fn usage(self) -> Option<std::result::Result<Usage, String>> {
+        if let Some(why) = bad_usage([
+            ("tokens.input", self.input.1),
+            ("tokens.output", self.output.1),
+            ("tokens.cached", self.cached.1),
+            ("tokens.thoughts", self.thoughts.1),
+        ]) {
+            return Some(Err(why));
+        }
+        let (input, output, cached, thoughts) = (
+            self.input.get(),
+            self.output.get(),
+            self.cached.get(),
+            self.thoughts.get(),
+        );
+        if input == 0 && output == 0 && cached == 0 && thoughts == 0 {
             return None;
         }
-        Some(Usage {
-            input: self.input.saturating_sub(self.cached),
-            output: self.output + self.thoughts,
-            cache_read: self.cached.min(self.input),
+        Some(Ok(Usage {
+            input: input.saturating_sub(cached),
+            output: output.saturating_add(thoughts),
+            cache_read: cached.min(input),
             ..Usage::default()
-        })
+        }))
     }
 }
 
@@ -281,7 +297,13 @@ impl Builder {
             parts.push(Part::Thinking { text });
         }
         content_parts(&r.content, &mut parts);
-        let usage = r.tokens.and_then(Tokens::usage);
+        let usage = match r.tokens.and_then(Tokens::usage) {
+            Some(Err(why)) => {
+                self.s.warn(pos, why);
+                None
+            }
+            u => u.and_then(Result::ok),
+        };
         let calls = r.tool_calls.unwrap_or_default();
         // Tool calls recorded after a notice: the same response as the previous record.
         if parts.is_empty() && usage.is_none() && !calls.is_empty() {

@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::claude_code::{push_blocks, user_role, ApiUsage, Block};
-use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
+use super::de::{bad_usage, base64_len, Count, LenientStr, StrOrBlocks};
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::openai::{convert as openai_convert, OaMessage, OaUsage};
 use super::time::parse_ms;
@@ -96,6 +96,8 @@ struct Exchange {
     tools: Vec<String>,
     reply: Option<Vec<Part>>,
     usage: Option<Usage>,
+    /// Why the response's usage was dropped (a figure that is not a token count).
+    usage_bad: Option<String>,
     model: Option<String>,
     request_id: Option<String>,
     timestamp: Option<i64>,
@@ -110,6 +112,15 @@ struct Exchange {
     count_only: bool,
     /// Gemini: the call numbering of the request, continued by the reply.
     reply_ids: Option<GmIds>,
+}
+
+impl Exchange {
+    fn set_usage(&mut self, u: std::result::Result<Usage, String>) {
+        (self.usage, self.usage_bad) = match u {
+            Ok(u) => (Some(u), None),
+            Err(why) => (None, Some(why)),
+        };
+    }
 }
 
 /// Decodes one capture line. `Err` says what was expected.
@@ -148,6 +159,7 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
         tools: Vec::new(),
         reply: None,
         usage: None,
+        usage_bad: None,
         model: None,
         request_id: line.id.0,
         timestamp: line.timestamp.0.as_deref().and_then(parse_ms),
@@ -324,7 +336,9 @@ fn anthropic_response(body: &str, x: &mut Exchange) {
     if had_content {
         x.reply = Some(parts);
     }
-    x.usage = r.usage.as_ref().map(ApiUsage::to_usage);
+    if let Some(u) = &r.usage {
+        x.set_usage(u.checked());
+    }
     set_if_some(&mut x.model, r.model.0);
     set_if_some(&mut x.request_id, r.id.0);
 }
@@ -421,9 +435,9 @@ fn anthropic_stream(lines: &[String], x: &mut Exchange) {
         .collect();
     x.reply = Some(parts);
     if !usage.is_empty() {
-        x.usage = serde_json::from_value::<ApiUsage>(Value::Object(usage))
-            .ok()
-            .map(|u| u.to_usage());
+        if let Ok(u) = serde_json::from_value::<ApiUsage>(Value::Object(usage)) {
+            x.set_usage(u.checked());
+        }
     }
 }
 
@@ -504,7 +518,9 @@ fn openai_response(body: &str, x: &mut Exchange) {
             x.reply = Some(parts);
         }
     }
-    x.usage = r.usage.as_ref().map(OaUsage::to_usage);
+    if let Some(u) = &r.usage {
+        x.set_usage(u.checked());
+    }
     set_if_some(&mut x.model, r.model.0);
     set_if_some(&mut x.request_id, r.id.0);
 }
@@ -524,9 +540,9 @@ fn openai_stream(lines: &[String], x: &mut Exchange) {
         set_if_some(&mut x.model, ev["model"].as_str().map(String::from));
         set_if_some(&mut x.request_id, ev["id"].as_str().map(String::from));
         if ev["usage"].is_object() {
-            x.usage = serde_json::from_value::<OaUsage>(ev["usage"].clone())
-                .ok()
-                .map(|u| u.to_usage());
+            if let Ok(u) = serde_json::from_value::<OaUsage>(ev["usage"].clone()) {
+                x.set_usage(u.checked());
+            }
         }
         let d = &ev["choices"][0]["delta"];
         text.push_str(d["content"].as_str().unwrap_or(""));
@@ -980,12 +996,22 @@ fn gemini_response(body: &str, x: &mut Exchange) {
     if let Some(u) = r.usage {
         let prompt = u.prompt.get();
         let cached = u.cached.get().min(prompt);
-        x.usage = Some(Usage {
-            input: prompt - cached,
-            output: u.candidates.get() + u.thoughts.get(),
-            cache_read: cached,
-            ..Usage::default()
-        });
+        x.set_usage(
+            match bad_usage([
+                ("promptTokenCount", u.prompt.1),
+                ("candidatesTokenCount", u.candidates.1),
+                ("thoughtsTokenCount", u.thoughts.1),
+                ("cachedContentTokenCount", u.cached.1),
+            ]) {
+                Some(why) => Err(why),
+                None => Ok(Usage {
+                    input: prompt - cached,
+                    output: u.candidates.get().saturating_add(u.thoughts.get()),
+                    cache_read: cached,
+                    ..Usage::default()
+                }),
+            },
+        );
         x.reply_thoughts = u.thoughts.get();
     }
     set_if_some(&mut x.model, r.model.0);
@@ -1409,6 +1435,9 @@ impl JsonSink for Build<'_> {
         });
         if let Some(u) = x.usage {
             self.last_context.insert(agent, u.context_tokens());
+        }
+        if let Some(why) = x.usage_bad {
+            self.s.warn(pos, why);
         }
         if self.s.agents[agent].model.is_none() {
             self.s.agents[agent].model = x.model.clone();

@@ -105,9 +105,15 @@ impl JsonSink for Sink {
                 self.reply_part(part, ts, pos);
             }
             "span.model_request_end" => {
-                let usage = serde_json::from_value::<ApiUsage>(raw["model_usage"].clone())
-                    .ok()
-                    .map(|u| u.to_usage());
+                let usage = match serde_json::from_value::<ApiUsage>(raw["model_usage"].clone())
+                    .map(|u| u.checked())
+                {
+                    Ok(Err(why)) => {
+                        self.s.warn(pos, why);
+                        None
+                    }
+                    u => u.ok().and_then(Result::ok),
+                };
                 let context_end = self.reply.unwrap_or(self.s.messages.len());
                 self.s.calls.push(Call {
                     agent: self.agent,

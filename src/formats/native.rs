@@ -170,7 +170,19 @@ impl JsonSink for Sink {
             self.s.max_output = h.max_output;
             return Ok(());
         }
-        match serde_json::from_slice::<Record>(json)? {
+        let record = match serde_json::from_slice::<Record>(json) {
+            Ok(r) => r,
+            Err(e) => match without_bad_usage(json) {
+                // A call whose usage holds a number that is not a token count: kept, without
+                // recorded usage (`de::bad_usage`).
+                Some((why, fixed)) => {
+                    self.s.warn(pos, why);
+                    serde_json::from_slice::<Record>(&fixed)?
+                }
+                None => return Err(e),
+            },
+        };
+        match record {
             Record::Agent(a) => {
                 self.s.agents.push(a);
                 self.agent_lines.push(pos.line);
@@ -204,6 +216,17 @@ impl JsonSink for Sink {
         }
         self.s.warn(pos, message);
     }
+}
+
+/// A `call` record whose `usage` holds a figure that is not a token count: the warning, and the
+/// record with `usage: null`.
+fn without_bad_usage(json: &[u8]) -> Option<(String, Vec<u8>)> {
+    let mut v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let usage = v.get_mut("call")?.get_mut("usage")?;
+    let o = usage.as_object()?;
+    let why = super::de::bad_usage_values(o.iter().map(|(k, v)| (k.as_str(), v)))?;
+    *usage = serde_json::Value::Null;
+    Some((why, serde_json::to_vec(&v).ok()?))
 }
 
 pub fn read(path: &Path) -> Result<Session> {
@@ -301,8 +324,8 @@ fn validate(s: &mut Session, agent_lines: &[u32], cost_lines: &[u32]) {
             warns.push((
                 agent_lines.get(i).copied().unwrap_or(1),
                 format!(
-                    "agent {i}: parent {:?} is not another agent; cleared",
-                    a.parent
+                    "agent {i}: parent {} is not another agent; cleared",
+                    a.parent.unwrap_or_default()
                 ),
             ));
             a.parent = None;
@@ -366,7 +389,11 @@ fn validate(s: &mut Session, agent_lines: &[u32], cost_lines: &[u32]) {
         if c.reply.is_some_and(|r| r >= n_msgs) {
             warns.push((
                 c.source.line,
-                format!("call reply {:?} is not a message; cleared", c.reply),
+                format!(
+                    "call reply {} is not a message (the session has {} messages); cleared",
+                    c.reply.unwrap_or_default(),
+                    s.messages.len()
+                ),
             ));
             c.reply = None;
         }

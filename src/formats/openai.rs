@@ -18,7 +18,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::de::{data_url_image, Count, LenientStr, StrOrBlocks};
+use super::de::{bad_usage, data_url_image, Count, LenientStr, StrOrBlocks};
 use super::doc::{element_pos, Src};
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use crate::model::*;
@@ -91,8 +91,24 @@ struct CachedDetails {
 }
 
 impl OaUsage {
+    /// The usage, or the warning for a figure that is not a token count (`de::bad_usage`).
+    pub(crate) fn checked(&self) -> std::result::Result<Usage, String> {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens.1);
+        match bad_usage([
+            ("prompt_tokens", self.prompt_tokens.1),
+            ("completion_tokens", self.completion_tokens.1),
+            ("prompt_tokens_details.cached_tokens", cached),
+        ]) {
+            Some(why) => Err(why),
+            None => Ok(self.to_usage()),
+        }
+    }
+
     /// `prompt_tokens` includes the cached part: `input` is what was not read from the cache.
-    pub(crate) fn to_usage(&self) -> Usage {
+    fn to_usage(&self) -> Usage {
         let prompt = self.prompt_tokens.get();
         let cached = self
             .prompt_tokens_details
@@ -221,7 +237,13 @@ impl Builder {
     fn message(&mut self, m: OaMessage, pos: SourcePos) {
         let name = m.name.0.clone();
         let tool_call_id = m.tool_call_id.0.clone();
-        let usage = m.usage.as_ref().map(OaUsage::to_usage);
+        let usage = match m.usage.as_ref().map(OaUsage::checked) {
+            Some(Err(why)) => {
+                self.s.warn(pos, why);
+                None
+            }
+            u => u.and_then(Result::ok),
+        };
         let msg_model = m.model.0.clone();
         let (role, parts) = match convert(m) {
             Ok(x) => x,

@@ -22,6 +22,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::de::bad_usage_values;
 use super::doc::{EachElement, Src};
 use super::time::parse_ms;
 use crate::model::*;
@@ -49,29 +50,55 @@ fn ms(v: &Value) -> Option<i64> {
 /// uncached input in every version; `output` excludes the reasoning in current versions
 /// (`getUsage`: `outputTokens - reasoningTokens`) and included it in older ones, so the output is
 /// taken from `total` (always input + cache + all output) when it adds up.
-fn usage(t: &Value) -> Option<Usage> {
+/// `Some(Err)`: the warning for a figure that is not a token count (`de::bad_usage`).
+fn usage(t: &Value) -> Option<std::result::Result<Usage, String>> {
     if !t.is_object() {
         return None;
+    }
+    if let Some(why) = bad_usage_values([
+        ("tokens.input", &t["input"]),
+        ("tokens.output", &t["output"]),
+        ("tokens.reasoning", &t["reasoning"]),
+        ("tokens.total", &t["total"]),
+        ("tokens.cache.read", &t["cache"]["read"]),
+        ("tokens.cache.write", &t["cache"]["write"]),
+    ]) {
+        return Some(Err(why));
     }
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let input = n(&t["input"]);
     let cache_read = n(&t["cache"]["read"]);
     let cache_write = n(&t["cache"]["write"]);
-    let counted = input + cache_read + cache_write;
+    let counted = input.saturating_add(cache_read).saturating_add(cache_write);
     let output = match t["total"].as_u64() {
         Some(total) if total >= counted && total > 0 => total - counted,
-        _ => n(&t["output"]) + n(&t["reasoning"]),
+        _ => n(&t["output"]).saturating_add(n(&t["reasoning"])),
     };
     if counted == 0 && output == 0 {
         return None;
     }
-    Some(Usage {
+    Some(Ok(Usage {
         input,
         output,
         cache_read,
         cache_write_5m: cache_write,
         cache_write_1h: 0,
-    })
+    }))
+}
+
+/// A usage read by `usage`, or a warning at `pos` and none.
+fn recorded(
+    s: &mut Session,
+    u: Option<std::result::Result<Usage, String>>,
+    pos: SourcePos,
+) -> Option<Usage> {
+    match u? {
+        Ok(u) => Some(u),
+        Err(why) => {
+            s.warn(pos, why);
+            None
+        }
+    }
 }
 
 /// Builds one agent's messages and calls from OpenCode messages in order.
@@ -198,15 +225,8 @@ impl<'s> Builder<'s> {
                 }
                 "step-finish" => {
                     let cost = p["cost"].as_f64().filter(|c| c.is_finite());
-                    self.step(
-                        &mut step,
-                        &mut results,
-                        usage(&p["tokens"]),
-                        cost,
-                        &model,
-                        step_ts,
-                        m.pos,
-                    );
+                    let u = recorded(self.s, usage(&p["tokens"]), m.pos);
+                    self.step(&mut step, &mut results, u, cost, &model, step_ts, m.pos);
                     steps += 1;
                     started = false;
                 }
@@ -261,7 +281,7 @@ impl<'s> Builder<'s> {
         {
             let (u, cost) = if steps == 0 {
                 (
-                    usage(&info["tokens"]),
+                    recorded(self.s, usage(&info["tokens"]), m.pos),
                     info["cost"].as_f64().filter(|c| c.is_finite() && *c > 0.0),
                 )
             } else {

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::de::bad_usage_values;
 use super::time::parse_ms;
 use crate::model::*;
 use crate::Result;
@@ -50,8 +51,14 @@ fn otlp_attrs(list: &Value) -> Map<String, Value> {
             Value::String(s.into())
         } else if let Some(i) = v["intValue"].as_str().and_then(|s| s.parse::<u64>().ok()) {
             Value::from(i)
-        } else if let Some(i) = v["intValue"].as_u64() {
+        } else if let Some(i) = v["intValue"].as_str().and_then(|s| s.parse::<i64>().ok()) {
+            // Negative: kept, so that a usage attribute holding it is reported.
             Value::from(i)
+        } else if v["intValue"].is_number() {
+            v["intValue"].clone()
+        } else if let Some(f) = v["intValue"].as_str().and_then(|s| s.parse::<f64>().ok()) {
+            // Not an integer: kept as a number, for the same reason.
+            Value::from(f)
         } else if let Some(d) = v.get("doubleValue") {
             d.clone()
         } else {
@@ -203,18 +210,34 @@ fn build(s: &mut Session, spans: Vec<Span>) {
             line: sp.line,
         };
         let n = |k: &str| sp.attrs.get(k).and_then(Value::as_u64);
-        let usage = n("gen_ai.usage.input_tokens").map(|input| {
-            let cached = n("gen_ai.usage.cache_read_input_tokens")
-                .or_else(|| n("gen_ai.usage.cached_tokens"))
-                .unwrap_or(0)
-                .min(input);
-            Usage {
-                input: input - cached,
-                output: n("gen_ai.usage.output_tokens").unwrap_or(0),
-                cache_read: cached,
-                ..Usage::default()
-            }
-        });
+        const USAGE: [&str; 4] = [
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.cache_read_input_tokens",
+            "gen_ai.usage.cached_tokens",
+        ];
+        let bad = bad_usage_values(
+            USAGE
+                .iter()
+                .filter_map(|&k| sp.attrs.get(k).map(|v| (k, v))),
+        );
+        if let Some(why) = &bad {
+            s.warn(pos, why.clone());
+        }
+        let usage = n("gen_ai.usage.input_tokens")
+            .filter(|_| bad.is_none())
+            .map(|input| {
+                let cached = n("gen_ai.usage.cache_read_input_tokens")
+                    .or_else(|| n("gen_ai.usage.cached_tokens"))
+                    .unwrap_or(0)
+                    .min(input);
+                Usage {
+                    input: input - cached,
+                    output: n("gen_ai.usage.output_tokens").unwrap_or(0),
+                    cache_read: cached,
+                    ..Usage::default()
+                }
+            });
         let model = sp
             .attrs
             .get("gen_ai.response.model")

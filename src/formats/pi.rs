@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::de::{base64_len, Count, LenientStr, StrOrBlocks};
+use super::de::{bad_usage, base64_len, Count, LenientStr, StrOrBlocks};
 use super::follow::{new_session, JsonlLive, SessionSink};
 use super::lines::JsonSink;
 use super::time::parse_ms;
@@ -180,7 +180,18 @@ impl Sink {
                     .and_then(|u| u.cost.as_ref())
                     .and_then(|c| c.total)
                     .filter(|c| c.is_finite() && *c > 0.0);
-                let usage = m.usage.map(|u| Usage {
+                let bad = m.usage.as_ref().and_then(|u| {
+                    bad_usage([
+                        ("input", u.input.1),
+                        ("output", u.output.1),
+                        ("cacheRead", u.cache_read.1),
+                        ("cacheWrite", u.cache_write.1),
+                    ])
+                });
+                if let Some(why) = &bad {
+                    self.s.warn(pos, why.clone());
+                }
+                let usage = m.usage.filter(|_| bad.is_none()).map(|u| Usage {
                     input: u.input.get(),
                     output: u.output.get(),
                     cache_read: u.cache_read.get(),

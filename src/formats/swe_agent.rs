@@ -9,6 +9,8 @@
 
 use std::path::Path;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::openai::OaUsage;
@@ -16,6 +18,34 @@ use crate::model::*;
 use crate::{Error, Result};
 
 pub const ID: &str = "swe-agent";
+
+/// The 1-based line where each element of the message list starts, found from where serde_json
+/// borrowed it in the text; empty when the list cannot be read so.
+fn element_lines(text: &str, mini: bool) -> Vec<u32> {
+    #[derive(Deserialize)]
+    struct Lists<'a> {
+        #[serde(borrow, default)]
+        history: Option<Vec<&'a RawValue>>,
+        #[serde(borrow, default)]
+        messages: Option<Vec<&'a RawValue>>,
+    }
+    let Ok(l) = serde_json::from_str::<Lists<'_>>(text) else {
+        return Vec::new();
+    };
+    let list = if mini { l.messages } else { l.history };
+    let (mut line, mut at) = (1u32, 0usize);
+    let mut out = Vec::new();
+    for raw in list.unwrap_or_default() {
+        let start = (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+        let Some(between) = text.as_bytes().get(at..start) else {
+            return Vec::new();
+        };
+        line = line.saturating_add(memchr::memchr_iter(b'\n', between).count() as u32);
+        at = start;
+        out.push(line);
+    }
+    out
+}
 
 pub fn read(path: &Path) -> Result<Session> {
     let mut hasher = blake3::Hasher::new();
@@ -58,9 +88,13 @@ pub fn read(path: &Path) -> Result<Session> {
         .as_str()
         .or_else(|| doc["info"]["model_name"].as_str())
         .map(String::from);
-    // Source lines are not known inside one JSON document: positions name the message index.
-    let pos = SourcePos { file: 0, line: 0 };
+    let lines = element_lines(&file.text, mini);
     for (i, m) in list.iter().enumerate() {
+        // The line where the message starts (warnings also name its index).
+        let pos = SourcePos {
+            file: 0,
+            line: lines.get(i).copied().unwrap_or(0),
+        };
         let agent = s.agent_index(m["agent"].as_str().unwrap_or("main"));
         let text = content_text(&m["content"]);
         let role = match m["role"].as_str().unwrap_or("") {
@@ -94,10 +128,17 @@ pub fn read(path: &Path) -> Result<Session> {
         });
         if role == Role::Assistant {
             let response = &m["extra"]["response"];
-            let usage = serde_json::from_value::<OaUsage>(response["usage"].clone())
+            let usage = match serde_json::from_value::<OaUsage>(response["usage"].clone())
                 .ok()
                 .filter(|_| response["usage"].is_object())
-                .map(|u| u.to_usage());
+                .map(|u| u.checked())
+            {
+                Some(Err(why)) => {
+                    s.warn(pos, format!("message {i}: {why}"));
+                    None
+                }
+                u => u.and_then(Result::ok),
+            };
             let call_model = response["model"]
                 .as_str()
                 .map(String::from)
@@ -121,7 +162,7 @@ pub fn read(path: &Path) -> Result<Session> {
     if !mini || s.calls.iter().all(|c| c.usage.is_none()) {
         if let Some(sent) = stats["tokens_sent"].as_u64() {
             s.warn(
-                pos,
+                SourcePos { file: 0, line: 1 },
                 format!(
                     "only totals recorded: {} tokens sent, {} received over {} API calls; calls carry no usage",
                     sent,

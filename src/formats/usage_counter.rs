@@ -56,8 +56,14 @@ impl JsonSink for Sink {
     fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
         let r: Row = serde_json::from_slice(json)?;
         let Some(tokens) = r.tokens.0 else {
-            self.warnings
-                .push((pos, "expected a row with a `tokens` count; skipped".into()));
+            let why = match r.tokens.1 {
+                Some(bad) => format!(
+                    "`tokens` of {bad} is not a token count (negative, fractional or out of \
+                     range); the row is skipped"
+                ),
+                None => "expected a row with a `tokens` count; skipped".into(),
+            };
+            self.warnings.push((pos, why));
             return Ok(());
         };
         let model = r.model.0;
