@@ -278,8 +278,10 @@ impl Sink {
         let text = e.summary.0.unwrap_or_default();
         let mi = self.push(Role::User, vec![Part::Text { text }], ts, pos);
         self.s.messages[mi].flags.is_summary = true;
-        let kept_entry = match (e.first_kept_index.0, e.first_kept_id.0) {
-            (Some(i), _) => Some(i as usize),
+        // A number that is no index (1e20, -1) names no earlier entry either.
+        let index = e.first_kept_index.0.or(e.first_kept_index.1.map(|_| u64::MAX));
+        let kept_entry = match (index, e.first_kept_id.0) {
+            (Some(i), _) => Some(usize::try_from(i).unwrap_or(usize::MAX)),
             (None, Some(id)) => match self.id_entry.get(&id) {
                 Some(&i) => Some(i),
                 None => {
