@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use crate::fmt::fmt_tokens;
 use crate::model::{AgentIdx, Session, Warning};
-use crate::replay::{recorded_contexts_prepared, Prepared, RawContext};
+use crate::replay::{
+    recorded_contexts_prepared, CallComposition, Composition, Kind, Prepared, RawContext,
+};
 use crate::tokens::{calibrate, calibrate::samples, Calibration, TokenCounter};
 
 /// How many warnings a report carries verbatim (a corrupt log can have millions).
@@ -450,6 +452,111 @@ impl SessionReport {
     }
 }
 
+/// The composition of each agent's context (`replay::composition`) as tables: per agent, its
+/// largest reconstructed context and its last call, each kind with its share; or only `call`.
+/// Errors when `call` is not a call of the session.
+pub fn composition_text(
+    session: &Session,
+    comp: &Composition,
+    call: Option<usize>,
+) -> crate::Result<String> {
+    let name = session.title.as_deref().unwrap_or(&session.id);
+    let mut out = format!(
+        "composition of {name} (tokens counted with {}, recorded compactions applied)\n",
+        comp.counter
+    );
+    if session.usage_only {
+        out.push_str("  usage only: the log holds no message text to break down\n");
+        return Ok(out);
+    }
+    let agent_name = |a: AgentIdx| session.agents.get(a).map_or("?", |x| x.name.as_str());
+    let mut columns: Vec<(String, &CallComposition)> = Vec::new();
+    let mut groups: Vec<(AgentIdx, Vec<(String, &CallComposition)>)> = Vec::new();
+    if let Some(ci) = call {
+        let c = comp
+            .calls
+            .get(ci)
+            .ok_or_else(|| {
+                crate::Error::Invalid(format!(
+                    "--call {ci}: the session has {} calls (0 to {})",
+                    session.calls.len(),
+                    session.calls.len().saturating_sub(1)
+                ))
+            })?
+            .as_ref()
+            .ok_or_else(|| {
+                crate::Error::Invalid(format!("call {ci} has no context to break down"))
+            })?;
+        columns.push((format!("call {}", fmt_tokens(ci as u64)), c));
+        groups.push((c.agent, std::mem::take(&mut columns)));
+    } else {
+        for a in 0..session.agents.len() {
+            let mine = comp.calls.iter().flatten().filter(|c| c.agent == a);
+            let peak = mine
+                .clone()
+                .max_by_key(|c| (c.total, std::cmp::Reverse(c.call)));
+            let last = mine.last();
+            if let Some(p) = peak {
+                columns.push((format!("peak (call {})", fmt_tokens(p.call as u64)), p));
+            }
+            if let Some(l) = last.filter(|l| Some(l.call) != peak.map(|p| p.call)) {
+                columns.push((format!("last (call {})", fmt_tokens(l.call as u64)), l));
+            }
+            if !columns.is_empty() {
+                groups.push((a, std::mem::take(&mut columns)));
+            }
+        }
+    }
+    for (a, cols) in groups {
+        out.push_str(&format!("\nagent {}\n", agent_name(a)));
+        let mut header = vec!["kind".to_string(), "tool".to_string()];
+        for (label, _) in &cols {
+            header.push(label.clone());
+            header.push("share".to_string());
+        }
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        // Rows: every (kind, tool) any column has, in the first column's order.
+        let mut rows: Vec<(Kind, Option<&str>)> = Vec::new();
+        for (_, c) in &cols {
+            for sl in &c.slices {
+                let key = (sl.kind, sl.tool.as_deref());
+                if !rows.contains(&key) {
+                    rows.push(key);
+                }
+            }
+        }
+        rows.sort_by_key(|r| Kind::ALL.iter().position(|k| *k == r.0));
+        for (kind, tool) in rows {
+            let mut row = vec![kind.label().to_string(), tool.unwrap_or("").to_string()];
+            for (_, c) in &cols {
+                let t = c
+                    .slices
+                    .iter()
+                    .find(|s| s.kind == kind && s.tool.as_deref() == tool)
+                    .map_or(0, |s| s.tokens);
+                row.push(fmt_tokens(t));
+                row.push(format!("{:.1} %", t as f64 * 100.0 / c.total.max(1) as f64));
+            }
+            t.row(row);
+        }
+        let mut total = vec!["total".to_string(), String::new()];
+        for (_, c) in &cols {
+            total.push(fmt_tokens(c.total));
+            total.push("100.0 %".to_string());
+        }
+        t.row(total);
+        out.push_str(&t.render());
+        if let Some(o) = comp.overhead.get(a).copied().flatten() {
+            out.push_str(&format!(
+                "  plus about {} tokens per call the log does not hold (system prompt, tool schemas: the calibrated overhead)\n",
+                fmt_tokens(o)
+            ));
+        }
+    }
+    Ok(out)
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -527,7 +634,7 @@ impl Table {
 fn is_name_header(h: &str) -> bool {
     matches!(
         h,
-        "agent" | "parent" | "model" | "trigger" | "fit" | "source"
+        "agent" | "parent" | "model" | "trigger" | "fit" | "source" | "kind" | "tool"
     )
 }
 

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use ctxlab::inspect::{summarize, SessionReport};
+use ctxlab::inspect::{composition_text, summarize, SessionReport};
+use ctxlab::replay::{composition, Prepared};
 use ctxlab::tokens::{self, AUTO_COUNTER};
 
 #[derive(clap::Args)]
@@ -17,6 +18,14 @@ pub struct Args {
     /// One JSON document on stdout (schema in docs/cli.md) instead of tables.
     #[arg(long)]
     json: bool,
+    /// What fills the context: each agent's context by kind (system, user text, assistant
+    /// text, reasoning, tool calls, tool results by tool, injected, summaries) at its largest
+    /// and its last call; with --json, every call's.
+    #[arg(long)]
+    composition: bool,
+    /// With --composition: only this call (index in the session, as the charts number them).
+    #[arg(long, requires = "composition")]
+    call: Option<usize>,
 }
 
 pub fn run(args: Args) -> ctxlab::Result<()> {
@@ -24,11 +33,34 @@ pub fn run(args: Args) -> ctxlab::Result<()> {
         tokens::counter(&args.counter)?;
     }
     let mut reports: Vec<SessionReport> = Vec::new();
+    let mut compositions = Vec::new();
+    let mut texts = Vec::new();
     for path in &args.paths {
         for session in ctxlab::formats::load(path)? {
             let counter = tokens::counter_for(&args.counter, &session)?;
-            reports.push(summarize(&session, counter.as_ref()));
+            if args.composition {
+                let prepared = Prepared::counts(&session, counter.as_ref());
+                let comp = composition(&session, &prepared, counter.as_ref())?;
+                if !args.json {
+                    texts.push(composition_text(&session, &comp, args.call)?);
+                }
+                compositions.push(serde_json::json!({ "id": session.id, "composition": comp }));
+            } else {
+                reports.push(summarize(&session, counter.as_ref()));
+            }
         }
+    }
+    if args.composition {
+        if args.json {
+            let doc = serde_json::json!({ "version": 1, "sessions": compositions });
+            let text = serde_json::to_string(&doc).map_err(|e| {
+                ctxlab::Error::Invalid(format!("cannot write the composition as JSON: {e}"))
+            })?;
+            println!("{text}");
+        } else {
+            print!("{}", texts.join("\n"));
+        }
+        return Ok(());
     }
     if args.json {
         let doc = serde_json::json!({ "version": 1, "sessions": reports });

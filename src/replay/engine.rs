@@ -214,7 +214,17 @@ impl<'s, 'o> Engine<'s, 'o> {
     }
 
     /// Replays every call (or up to `stop_at_call`) and returns the run's parts.
-    pub(crate) fn run(mut self, mut decider: Option<Instance>) -> Result<Parts> {
+    pub(crate) fn run(self, decider: Option<Instance>) -> Result<Parts> {
+        self.run_observed(decider, None)
+    }
+
+    /// `run`, showing `observe` each call's context once the decision is checked and before it
+    /// is measured (what `replay::composition` breaks down by kind).
+    pub(crate) fn run_observed(
+        mut self,
+        mut decider: Option<Instance>,
+        mut observe: Option<&mut dyn FnMut(usize, &Context<'s>)>,
+    ) -> Result<Parts> {
         let session = self.session;
         let mut feed = Feed::new(session);
         let total = session.calls.len();
@@ -279,6 +289,9 @@ impl<'s, 'o> Engine<'s, 'o> {
                     .map_err(|r| self.fail(ci, r))?;
             if self.opts.stop_at_call == Some(ci) {
                 kept = Some(self.kept(a, &plan));
+            }
+            if let Some(f) = observe.as_mut() {
+                f(ci, &self.contexts[a]);
             }
             if let Some((overhead, recorded, new, request)) = facts {
                 decisions.push(CallDecision {

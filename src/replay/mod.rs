@@ -11,8 +11,10 @@
 //! - `pricing`: the model table (windows, prices) from `data/models.toml`;
 //! - `metrics`: every figure of a run, and the prompt-cache model;
 //! - `series`: the per-call series as CSV;
-//! - `engine`: the loop.
+//! - `engine`: the loop;
+//! - `composition`: what fills each call's recorded context, by kind.
 
+pub mod composition;
 mod context;
 mod engine;
 mod facts;
@@ -25,6 +27,7 @@ mod series;
 mod summarizer;
 mod validate;
 
+pub use composition::{composition, CallComposition, Composition, Kind, Slice};
 pub use metrics::{
     unpriced_notice, Compaction, CompactionKind, CompactionStats, Cost, Metrics, Recall,
     RecordedMetrics, Sample, Unpriced,
