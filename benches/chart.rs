@@ -44,6 +44,7 @@ fn synthetic(base: &Run, n: usize) -> Run {
                 timestamp: None,
                 input_tokens: occupancy,
                 raw_tokens: occupancy,
+                pruned_tokens: 0,
                 output_tokens: 200,
                 messages: 10,
                 cumulative_input: cumulative[agent],

@@ -81,6 +81,7 @@ fn synthetic(n: usize) -> Run {
                 timestamp: None,
                 input_tokens: occupancy,
                 raw_tokens: occupancy,
+                pruned_tokens: 0,
                 output_tokens: 100,
                 messages: 10,
                 cumulative_input: cumulative,

@@ -599,12 +599,19 @@ impl<'s, 'o> Engine<'s, 'o> {
         } else {
             st.since_compaction + input
         };
+        let pruned_raw: u64 = plan
+            .edits
+            .iter()
+            .filter(|p| p.op.scope == Scope::ThisCall)
+            .map(|p| p.before.saturating_sub(p.after))
+            .sum();
         let mut s = Sample {
             call: ci,
             agent: a,
             timestamp: call.timestamp,
             input_tokens: input,
             raw_tokens: raw,
+            pruned_tokens: scale(fit, pruned_raw),
             output_tokens: output,
             messages,
             cumulative_input: st.cumulative,

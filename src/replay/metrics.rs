@@ -17,6 +17,10 @@ pub struct Sample {
     pub input_tokens: u64,
     /// Counted tokens of the messages sent, without overhead or calibration.
     pub raw_tokens: u64,
+    /// Tokens this call's view filters (this-call-only edits: fuseraft's ContextWindow,
+    /// LibreChat's per-call pruning) left out of what it sends, calibrated; 0 when none.
+    #[serde(default)]
+    pub pruned_tokens: u64,
     /// Recorded output tokens of the call, else the counted tokens of its reply.
     pub output_tokens: u64,
     /// Messages sent.
