@@ -48,6 +48,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::formats::time::format_ms;
@@ -188,6 +189,25 @@ fn scrub_body(mut v: Value) -> Value {
 struct Record {
     session: Option<String>,
     line: Map<String, Value>,
+    /// The request body as sent (on one line), or with credential fields taken out.
+    request: Box<RawValue>,
+    response: Option<Box<RawValue>>,
+}
+
+/// A JSON text as one line, its bytes otherwise as they were: a line break in valid JSON can only
+/// be whitespace between tokens (inside strings it is escaped), so it becomes a space. `None`
+/// when the bytes are not one JSON value.
+fn one_line(bytes: &[u8]) -> Option<Box<RawValue>> {
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    if text.contains(['\n', '\r']) {
+        serde_json::from_str(&text.replace(['\n', '\r'], " ")).ok()
+    } else {
+        serde_json::from_str(text).ok()
+    }
+}
+
+fn raw(v: &Value) -> Box<RawValue> {
+    RawValue::from_string(v.to_string()).expect("a serialized Value is JSON")
 }
 
 /// Counters of a running proxy.
@@ -452,10 +472,11 @@ async fn handle(
         Ok(u) => u,
         Err(e) => return Ok(error_response(StatusCode::BAD_GATEWAY, e)),
     };
-    let json_body = (parts.method == Method::POST)
-        .then(|| serde_json::from_slice::<Value>(&body).ok())
+    let object = (parts.method == Method::POST)
+        .then(|| serde_json::from_slice::<Map<String, Value>>(&body).ok())
         .flatten();
-    let pending = json_body.map(|request| {
+    let pending = object.map(|request| {
+        let request = Value::Object(request);
         let session = session_key(&parts.headers, Some(&request));
         let mut line = Map::new();
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
@@ -471,8 +492,20 @@ async fn handle(
             })
             .collect();
         line.insert("headers".into(), Value::Object(headers));
-        line.insert("request".into(), scrub_body(request));
-        Record { session, line }
+        // The body as sent, unless it carries a credential field (then re-written without it).
+        let credential = request
+            .as_object()
+            .is_some_and(|o| o.keys().any(|k| is_credential_name(k)));
+        let request = match credential {
+            false => one_line(&body).unwrap_or_else(|| raw(&request)),
+            true => raw(&scrub_body(request)),
+        };
+        Record {
+            session,
+            line,
+            request,
+            response: None,
+        }
     });
 
     let mut up = Request::builder().method(parts.method.clone()).uri(url);
@@ -494,7 +527,6 @@ async fn handle(
                 p.line
                     .insert("duration_ms".into(), json!(elapsed_ms(started)));
                 p.line.insert("status".into(), Value::Null);
-                p.line.insert("response".into(), Value::Null);
                 p.line.insert("error".into(), json!(msg));
                 shared.stats.failed.fetch_add(1, Ordering::Relaxed);
                 shared.send(p);
@@ -567,7 +599,7 @@ impl Tee {
         let response = recorded_response(&copy, self.stream, self.truncated);
         rec.line
             .insert("duration_ms".into(), json!(elapsed_ms(self.started)));
-        rec.line.insert("response".into(), response);
+        rec.response = Some(response);
         if error.is_some() {
             self.shared.stats.failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -636,7 +668,12 @@ impl Drop for Tee {
 
 /// The response as the HTTP-capture reader reads it: SSE as its lines, JSON as the value, any
 /// other text as `{"text": …}`.
-fn recorded_response(bytes: &[u8], stream: bool, truncated: bool) -> Value {
+fn recorded_response(bytes: &[u8], stream: bool, truncated: bool) -> Box<RawValue> {
+    if !stream && !truncated {
+        if let Some(r) = one_line(bytes) {
+            return r;
+        }
+    }
     let text = String::from_utf8_lossy(bytes);
     let mut v = if stream {
         let lines: Vec<&str> = text
@@ -645,14 +682,31 @@ fn recorded_response(bytes: &[u8], stream: bool, truncated: bool) -> Value {
             .collect();
         json!({"stream": true, "sse_lines": lines})
     } else {
-        serde_json::from_slice::<Value>(bytes).unwrap_or_else(|_| json!({"text": text}))
+        json!({"text": text})
     };
     if truncated {
-        if let Value::Object(o) = &mut v {
-            o.insert("truncated".into(), json!(true));
-        }
+        v["truncated"] = json!(true);
     }
-    v
+    raw(&v)
+}
+
+/// A capture line: `request` and `response` as recorded, then the exchange's other fields.
+fn line_text(rec: Record) -> String {
+    let mut line = String::with_capacity(rec.request.get().len() + 256);
+    line.push_str("{\"request\":");
+    line.push_str(rec.request.get());
+    line.push_str(",\"response\":");
+    line.push_str(rec.response.as_deref().map_or("null", RawValue::get));
+    let rest = Value::Object(rec.line).to_string();
+    match rest.strip_prefix('{') {
+        Some(r) if r != "}" => {
+            line.push(',');
+            line.push_str(r);
+        }
+        _ => line.push('}'),
+    }
+    line.push('\n');
+    line
 }
 
 /// The writer thread: one line per exchange, flushed as written (a follower sees whole lines
@@ -660,7 +714,7 @@ fn recorded_response(bytes: &[u8], stream: bool, truncated: bool) -> Value {
 fn write_records(rx: mpsc::Receiver<Record>, dir: &Path, run_key: &str, stats: &Stats) {
     let mut files: HashMap<String, File> = HashMap::new();
     for rec in rx {
-        let key = rec.session.as_deref().unwrap_or(run_key).to_string();
+        let key = rec.session.clone().unwrap_or_else(|| run_key.to_string());
         if !files.contains_key(&key) {
             let path = dir.join(format!("{key}.jsonl"));
             match OpenOptions::new().create(true).append(true).open(&path) {
@@ -673,8 +727,7 @@ fn write_records(rx: mpsc::Receiver<Record>, dir: &Path, run_key: &str, stats: &
                 }
             }
         }
-        let mut line = Value::Object(rec.line).to_string();
-        line.push('\n');
+        let line = line_text(rec);
         let f = files.get_mut(&key).expect("opened above");
         match f.write_all(line.as_bytes()).and_then(|_| f.flush()) {
             Ok(()) => {

@@ -234,6 +234,9 @@ struct Upstream {
     gate: Notify,
     /// Bodies exactly as sent, by the request's user text.
     sent: Mutex<HashMap<String, Vec<u8>>>,
+    /// Recorded real responses, by the exact request body they answered (in order, for a request
+    /// sent twice): when set, the stand-in answers with these instead of writing its own.
+    recorded: Mutex<HashMap<Vec<u8>, std::collections::VecDeque<(bool, Vec<u8>)>>>,
 }
 
 fn last_user_text(api: Api, body: &Value) -> String {
@@ -275,6 +278,24 @@ async fn upstream_handle(
     }
     let gated = parts.headers.contains_key("x-test-gate");
     let body = body.collect().await.unwrap().to_bytes();
+    let replayed = up
+        .recorded
+        .lock()
+        .unwrap()
+        .get_mut(body.as_ref())
+        .and_then(|q| q.pop_front());
+    if let Some((sse, bytes)) = replayed {
+        let (tx, rx) = mpsc::channel(1);
+        tx.send(Bytes::from(bytes)).await.unwrap();
+        let mut r = Response::new(ChannelBody(rx));
+        let ct = if sse {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        r.headers_mut().insert("content-type", ct.parse().unwrap());
+        return Ok(r);
+    }
     let body: Value = serde_json::from_slice(&body).unwrap();
     let path = parts.uri.path();
     let api = if path.starts_with("/v1/messages") {
@@ -868,4 +889,151 @@ fn the_cli_records_and_inspect_reads_what_it_wrote() {
     assert_eq!(stats["calls"], 2, "{stats}");
     assert_eq!(stats["calls_with_usage"], 2, "{stats}");
     assert_no_credentials(dir.path());
+}
+
+/// Real exchanges recorded by another proxy (../shared/real-logs/llm-trace-proxy_wang0618: Claude
+/// Code's streamed Anthropic calls, nanobot's OpenAI chat calls, Google ADK's Gemini calls) sent
+/// again through `ctxlab capture`, the stand-in answering each request with the response that was
+/// recorded for it: the agent receives the recorded bytes, the new capture holds the same
+/// requests and responses, and reads back into the same calls, usage and contexts as the original.
+#[test]
+fn real_recorded_exchanges_pass_through_and_read_back_the_same() {
+    let real =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-logs/llm-trace-proxy_wang0618");
+    assert!(
+        real.is_dir(),
+        "{} is missing: the real logs must be beside the project",
+        real.display()
+    );
+    for (name, api) in [
+        ("claude-code.jsonl", Api::Anthropic),
+        ("nanobot.jsonl", Api::OpenAi),
+        ("adk-deepresearch.jsonl", Api::Gemini),
+    ] {
+        let original = real.join(name);
+        let text = std::fs::read_to_string(&original).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // The bodies as they were written (not re-serialized: spacing inside a tool call's JSON
+        // is part of what the model was sent).
+        #[derive(serde::Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow)]
+            request: &'a serde_json::value::RawValue,
+            #[serde(borrow)]
+            response: &'a serde_json::value::RawValue,
+        }
+        let raws: Vec<Raw> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        rt().block_on(async {
+            let (up_addr, up) = start_upstream().await;
+            let mut expected = Vec::new();
+            for (l, raw) in lines.iter().zip(&raws) {
+                let body = raw.request.get().as_bytes().to_vec();
+                let (sse, bytes) = match l["response"]["sse_lines"].as_array() {
+                    Some(sse) => (
+                        true,
+                        sse.iter()
+                            .map(|x| x.as_str().unwrap())
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                            .into_bytes(),
+                    ),
+                    None => (false, raw.response.get().as_bytes().to_vec()),
+                };
+                expected.push(bytes.clone());
+                up.recorded
+                    .lock()
+                    .unwrap()
+                    .entry(body)
+                    .or_default()
+                    .push_back((sse, bytes));
+            }
+            let proxy = start_proxy(up_addr, &out).await;
+            let c = client();
+            let path = match api {
+                Api::Anthropic => "/v1/messages",
+                Api::OpenAi => "/v1/chat/completions",
+                _ => "/v1beta/models/gemini-2.5-flash:generateContent",
+            };
+            for (raw, want) in raws.iter().zip(&expected) {
+                let r = Request::post(format!("http://{}{path}", proxy.addr))
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(raw.request.get().to_string())))
+                    .unwrap();
+                let (status, got) = send(&c, r).await;
+                assert_eq!(status, 200, "{name}");
+                assert_eq!(&got, want, "{name}: the agent gets the recorded bytes");
+            }
+            proxy.shutdown().await;
+        });
+        // Every exchange recorded once, in order (by the proxy's sequence number), with the
+        // request and response as they were.
+        let mut recorded: Vec<(Value, String)> = capture_files(&out)
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| (serde_json::from_str::<Value>(l).unwrap(), l.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let seq = |v: &Value| -> u64 {
+            v["id"]
+                .as_str()
+                .unwrap()
+                .rsplit('-')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        recorded.sort_by_key(|(v, _)| seq(v));
+        assert_eq!(recorded.len(), lines.len(), "{name}");
+        for (i, (a, (b, _))) in lines.iter().zip(&recorded).enumerate() {
+            assert_eq!(a["request"], b["request"], "{name} line {}", i + 1);
+            assert_eq!(a["response"], b["response"], "{name} line {}", i + 1);
+        }
+        // The capture's lines, in the order they were recorded, as one file.
+        let joined = dir.path().join(name);
+        std::fs::write(
+            &joined,
+            recorded
+                .iter()
+                .map(|(_, l)| format!("{l}\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let a = ctxlab::formats::load_file(&original).unwrap();
+        let b = ctxlab::formats::load_file(&joined).unwrap();
+        assert_eq!(a.agents.len(), b.agents.len(), "{name}");
+        assert_eq!(a.calls.len(), b.calls.len(), "{name}");
+        for (x, y) in a.calls.iter().zip(&b.calls) {
+            assert_eq!((x.agent, x.usage), (y.agent, y.usage), "{name}");
+        }
+        let context = |s: &ctxlab::model::Session| -> Vec<_> {
+            s.messages
+                .iter()
+                .map(|m| (m.agent, m.role, m.parts.clone()))
+                .collect()
+        };
+        let (ca, cb) = (context(&a), context(&b));
+        let first = (0..ca.len().min(cb.len())).find(|&i| ca[i] != cb[i]);
+        assert!(
+            ca.len() == cb.len() && first.is_none(),
+            "{name}: contexts differ: {} vs {} messages, first difference at {first:?}: {:?} vs {:?}",
+            ca.len(),
+            cb.len(),
+            first.map(|i| (ca[i].0, ca[i].1, format!("{:?}", ca[i].2).chars().take(300).collect::<String>())),
+            first.map(|i| (cb[i].0, cb[i].1, format!("{:?}", cb[i].2).chars().take(300).collect::<String>())),
+        );
+        assert_no_credentials(&out);
+    }
 }
