@@ -5,7 +5,7 @@
 //! so what the pruner does is a `ThisCall` view filter; only a summary changes the history.
 
 use crate::config::{Config, Trigger};
-use crate::prune::{js_round, Kind, Lc, Pruned, Pruner, Recount, Settings, PRESSURE_MASKING};
+use crate::prune::{js_round, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, PRESSURE_MASKING};
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy, Threshold,
     ThresholdKind,
@@ -325,7 +325,8 @@ impl Strategy for LibreChat {
                 );
             }
         }
-        emit(call, base, &msgs, &res, settings.summarization, out);
+        let pruner = st.pruner.as_ref().expect("the pruner of this call");
+        emit(call, base, &msgs, &res, pruner, settings.summarization, out);
         Ok(())
     }
 
@@ -377,6 +378,7 @@ fn emit(
     base: usize,
     msgs: &[Lc<'_>],
     res: &Pruned,
+    pruner: &Pruner,
     summarization: bool,
     out: &mut Decision,
 ) {
@@ -385,20 +387,32 @@ fn emit(
     let mut texts: Vec<Option<&str>> = vec![None; n];
     for (i, t) in &res.context {
         kept[*i] = true;
-        texts[*i] = t.as_deref().filter(|t| *t != msgs[*i].text);
+        texts[*i] = match t {
+            Sent::Run => pruner.run_text(*i),
+            Sent::Own(t) => Some(t.as_str()).filter(|t| *t != msgs[*i].text),
+        };
     }
     // The host refuses a drop that separates a call from its result: a result dropped as an
     // orphan whose call lies in another dropped stretch takes the messages between with it.
-    let pos_of_call: HashMap<&str, usize> = msgs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, m)| m.calls.iter().map(move |(id, _)| (&**id, i)))
-        .collect();
+    // Only a dropped result after a kept message can have kept messages before it back to its
+    // call (the system message at 0 never lies between): the map of calls is built only then.
+    let mut pos_of_call: Option<HashMap<&str, usize>> = None;
     let mut widened = 0;
+    let mut seen_kept = false;
     for p in 0..n {
         if kept[p] {
+            seen_kept |= !(p == 0 && msgs[0].kind == Kind::System);
             continue;
         }
+        if !seen_kept || msgs[p].result_of.is_none() {
+            continue;
+        }
+        let pos_of_call = pos_of_call.get_or_insert_with(|| {
+            msgs.iter()
+                .enumerate()
+                .flat_map(|(i, m)| m.calls.iter().map(move |(id, _)| (&**id, i)))
+                .collect()
+        });
         if let Some(q) = msgs[p].result_of.and_then(|r| pos_of_call.get(r)).copied() {
             if q < p && !kept[q] {
                 for j in q..p {

@@ -58,6 +58,16 @@ pub trait Recount {
     fn recount(&self, m: &Lc<'_>, new_text: &str) -> u64;
 }
 
+/// What a kept message sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sent {
+    /// Its text as the run holds it ([`Pruner::run_text`]: masked, truncated or pruned within
+    /// the run, else the original): nothing is copied per call.
+    Run,
+    /// A text of this call only (orphan repair, fallback fading, emergency truncation).
+    Own(String),
+}
+
 /// The closure's settings (`PruneMessagesFactoryParams`).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -71,8 +81,8 @@ pub struct Settings {
 /// What one call of `pruneMessages` returns.
 #[derive(Debug, Default)]
 pub struct Pruned {
-    /// Positions kept, in order, and the text each sends when it is not the original.
-    pub context: Vec<(usize, Option<String>)>,
+    /// Positions kept, in order, and what each sends.
+    pub context: Vec<(usize, Sent)>,
     /// `messagesToRefine.length`.
     pub refine: usize,
     /// `prePruneContextTokens` (calibrated, after masking and pre-flight truncation).
@@ -150,6 +160,17 @@ impl Pruner {
     pub fn first_new_ai(&self, msgs: &[Lc<'_>]) -> Option<usize> {
         (self.last_turn_start..msgs.len())
             .find(|&i| self.map.get(i).is_none_or(|t| t.is_none()) && msgs[i].kind == Kind::Ai)
+    }
+
+    /// A message's count changes: the running total with it.
+    fn set_count(&mut self, i: usize, tokens: u64) {
+        self.total = self.total - self.map[i].unwrap_or(0) + tokens;
+        self.map[i] = Some(tokens);
+    }
+
+    /// The text of message `i` as the run holds it when it is not the original.
+    pub fn run_text(&self, i: usize) -> Option<&str> {
+        self.content.get(i).and_then(|t| t.as_deref())
     }
 
     fn text<'m>(&'m self, msgs: &'m [Lc<'_>], i: usize) -> &'m str {
@@ -276,7 +297,8 @@ impl Pruner {
             return out;
         }
 
-        self.total = self.map[..n].iter().map(|t| t.unwrap_or(0)).sum();
+        // `sumTokenCounts` over the map: kept as a running total (every count that changes
+        // changes it), so a call costs what changed, not the whole run.
         let calibrated = js_round(self.total as f64 * self.ratio);
         let pressure = if pruning_budget > 0.0 {
             calibrated / pruning_budget
@@ -322,15 +344,11 @@ impl Pruner {
             out.preflight = self.preflight(msgs, raw_effective as i64, rc);
         }
 
-        self.total = self.map[..n].iter().map(|t| t.unwrap_or(0)).sum();
         let calibrated = js_round(self.total as f64 * self.ratio);
         out.pre_prune = calibrated;
         self.last_turn_start = n;
-        let current = |p: &Pruner| -> Vec<(usize, Option<String>)> {
-            (0..n).map(|i| (i, p.content[i].clone())).collect()
-        };
         if self.last_cut == 0 && calibrated + current_instructions <= pruning_budget {
-            out.context = current(self);
+            out.context = (0..n).map(|i| (i, Sent::Run)).collect();
             out.remaining = pruning_budget - calibrated - current_instructions;
             return out;
         }
@@ -362,7 +380,7 @@ impl Pruner {
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
             let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs2, &retry.context, rc);
             if !c.is_empty() {
-                context = c;
+                context = own(c, &texts2);
                 reclaimed = r;
                 refine += retry.refine + d;
                 out.fallback = true;
@@ -397,7 +415,7 @@ impl Pruner {
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
             let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs, &retry.context, rc);
-            context = c;
+            context = own(c, &texts2);
             reclaimed = r;
             refine += retry.refine + d;
         }
@@ -455,7 +473,7 @@ impl Pruner {
                 continue;
             }
             if let Some(t) = truncate_result(self.text(msgs, i), max) {
-                self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.set_count(i, rc.recount(&msgs[i], &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 masked += 1;
@@ -468,6 +486,7 @@ impl Pruner {
     fn preflight(&mut self, msgs: &[Lc<'_>], base: i64, rc: &dyn Recount) -> usize {
         let mut w = Work {
             counts: &mut self.map,
+            total: &mut self.total,
             content: &mut self.content,
             lens: &mut self.lens,
             inputs: &mut self.inputs,
@@ -488,8 +507,10 @@ impl Pruner {
             self.lens.clone(),
             self.inputs.clone(),
         );
+        let mut total = self.total;
         let mut w = Work {
             counts: &mut counts,
+            total: &mut total,
             content: &mut content,
             lens: &mut lens,
             inputs: &mut inputs,
@@ -556,7 +577,7 @@ impl Pruner {
                 None
             };
             if let Some(t) = new {
-                self.map[i] = Some(rc.recount(&msgs[i], &t));
+                self.set_count(i, rc.recount(&msgs[i], &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 changed += 1;
@@ -617,9 +638,18 @@ fn truncate_inputs(
 /// own, or a copy (fallback fading).
 struct Work<'w> {
     counts: &'w mut Vec<Option<u64>>,
+    /// The sum of `counts`, kept with them.
+    total: &'w mut u64,
     content: &'w mut Vec<Option<String>>,
     lens: &'w mut Vec<u64>,
     inputs: &'w mut Inputs,
+}
+
+impl Work<'_> {
+    fn set_count(&mut self, i: usize, tokens: u64) {
+        *self.total = *self.total - self.counts[i].unwrap_or(0) + tokens;
+        self.counts[i] = Some(tokens);
+    }
 }
 
 /// The pre-flight truncation of results (recency-weighted caps) and tool inputs; returns how many
@@ -645,7 +675,7 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
         }
         let text = w.content[i].as_deref().unwrap_or(m.text);
         if let Some(new) = truncate_result(text, max) {
-            w.counts[i] = Some(rc.recount(m, &new));
+            w.set_count(i, rc.recount(m, &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             changed += 1;
@@ -664,7 +694,7 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
             continue;
         }
         if let Some((new, now)) = truncate_inputs(m, w.inputs.get(&i), input_cap) {
-            w.counts[i] = Some(rc.recount(m, &new));
+            w.set_count(i, rc.recount(m, &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             w.inputs.insert(i, now);
@@ -757,7 +787,7 @@ fn repair_orphans(
     inputs: &Inputs,
     context: &[usize],
     rc: &dyn Recount,
-) -> (Vec<(usize, Option<String>)>, f64, usize) {
+) -> (Vec<(usize, Sent)>, f64, usize) {
     let mut calls = std::collections::HashSet::new();
     let mut results = std::collections::HashSet::new();
     for &i in context {
@@ -775,7 +805,6 @@ fn repair_orphans(
     let mut dropped = 0;
     for &i in context {
         let m = &msgs[i];
-        let text = texts[i].clone();
         match m.kind {
             Kind::Tool => {
                 if !m.result_of.is_some_and(|r| calls.contains(r)) {
@@ -791,13 +820,17 @@ fn repair_orphans(
                 {
                     // Strip the unanswered calls: what is left is the text and the answered
                     // calls' arguments.
-                    let cur = text.as_deref().unwrap_or(m.text);
+                    let cur = texts[i].as_deref().unwrap_or(m.text);
                     let mut stripped = cur.to_string();
                     // Each unanswered call's input as it is now (truncated inputs are wrappers).
+                    // `stripOrphanToolUseBlocks` keeps a tool_use block only when a kept result
+                    // answers its id, so a call without an id goes too (no result has an empty
+                    // id: `getToolResultId`), though only a call with one makes the message an
+                    // orphan (`getToolCallIds`).
                     let now = inputs.get(&i);
                     for (k, (id, args)) in m.calls.iter().enumerate() {
                         let input = now.and_then(|v| v.get(k)).map_or(&**args, |x| x.as_str());
-                        if !id.is_empty() && !results.contains(&**id) && !input.is_empty() {
+                        if !results.contains(&**id) && !input.is_empty() {
                             stripped = stripped.replacen(input, "", 1);
                         }
                     }
@@ -809,13 +842,98 @@ fn repair_orphans(
                     }
                     let t = rc.recount(m, stripped.trim_end_matches('\n'));
                     reclaimed += counts[i] as f64 - t as f64;
-                    out.push((i, Some(stripped.trim_end_matches('\n').to_string())));
+                    out.push((i, Sent::Own(stripped.trim_end_matches('\n').to_string())));
                     continue;
                 }
             }
             _ => {}
         }
-        out.push((i, text));
+        out.push((i, Sent::Run));
     }
     (out, reclaimed, dropped)
+}
+
+/// A context repaired on copies of the run's texts (fallback, emergency): each kept message
+/// sends its copy.
+fn own(context: Vec<(usize, Sent)>, texts: &[Option<String>]) -> Vec<(usize, Sent)> {
+    context
+        .into_iter()
+        .map(|(i, sent)| match (sent, &texts[i]) {
+            (Sent::Run, Some(t)) => (i, Sent::Own(t.clone())),
+            (sent, _) => (i, sent),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Chars;
+    impl Recount for Chars {
+        fn recount(&self, _m: &Lc<'_>, new_text: &str) -> u64 {
+            js_len(new_text)
+        }
+    }
+
+    fn lc<'a>(kind: Kind, id: u64, text: &'a str, calls: &'a [(Box<str>, Box<str>)]) -> Lc<'a> {
+        Lc {
+            kind,
+            id,
+            tokens: js_len(text),
+            text,
+            calls,
+            max_arg: 0,
+            has_text: kind == Kind::Ai,
+            result_of: None,
+        }
+    }
+
+    /// prune.ts `repairOrphanedToolMessages` / `stripOrphanToolUseBlocks`: an AI message is an
+    /// orphan only through a call with an id whose result is not kept (`getToolCallIds` skips
+    /// empty ids), but once stripped it loses every block no kept result answers, the calls
+    /// without an id too (seen on codex-cli_gildore-arena: web_search calls carry no id).
+    #[test]
+    fn stripping_an_orphan_also_strips_calls_without_an_id() {
+        let calls: Vec<(Box<str>, Box<str>)> = vec![
+            ("".into(), "{\"q\":\"search\"}".into()),
+            ("c1".into(), "{\"cmd\":\"ls\"}".into()),
+            ("c2".into(), "{\"cmd\":\"pwd\"}".into()),
+        ];
+        let text = "Looking.\n{\"q\":\"search\"}\n{\"cmd\":\"ls\"}\n{\"cmd\":\"pwd\"}";
+        let mut result = lc(Kind::Tool, 2, "file.txt", &[]);
+        result.result_of = Some("c2");
+        let msgs = [lc(Kind::Ai, 1, text, &calls), result];
+        let counts: Vec<u64> = msgs.iter().map(|m| m.tokens).collect();
+        let (out, reclaimed, dropped) = repair_orphans(
+            &msgs,
+            &counts,
+            &[None, None],
+            &Inputs::new(),
+            &[0, 1],
+            &Chars,
+        );
+        assert_eq!(dropped, 0);
+        assert_eq!(
+            out[0],
+            (0, Sent::Own("Looking.\n\n\n{\"cmd\":\"pwd\"}".into()))
+        );
+        assert_eq!(out[1], (1, Sent::Run));
+        assert_eq!(
+            reclaimed,
+            (js_len(text) - js_len("Looking.\n\n\n{\"cmd\":\"pwd\"}")) as f64
+        );
+        // Answered calls and id-less ones alone: no orphan, nothing stripped.
+        let answered = &calls[..1];
+        let msgs = [lc(Kind::Ai, 1, text, answered), msgs[1].clone()];
+        let (out, _, _) = repair_orphans(
+            &msgs,
+            &counts,
+            &[None, None],
+            &Inputs::new(),
+            &[0, 1],
+            &Chars,
+        );
+        assert_eq!(out[0], (0, Sent::Run));
+    }
 }

@@ -86,7 +86,9 @@ function toLangChain(m) {
       const own = ownText(m);
       const content = [];
       if (own.trim().length > 0) content.push({ type: 'text', text: own });
-      for (const c of calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.body });
+      // `call` numbers the blocks for hostText (ids may be empty and repeat; LibreChat's code
+      // copies blocks whole, so the extra key travels with each).
+      calls.forEach((c, call) => content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.body, call }));
       let args;
       const tool_calls = calls.map((c) => {
         try {
@@ -109,19 +111,21 @@ function hostText(msg, orig) {
   const now = new Map();
   for (const b of msg.content) {
     if (b && (b.type === 'tool_use' || b.type === 'tool_call')) {
-      now.set(b.id, typeof b.input === 'string' ? b.input : JSON.stringify(b.input));
+      now.set(b.call, typeof b.input === 'string' ? b.input : JSON.stringify(b.input));
     }
   }
   let stripped = false;
-  for (const c of orig.tools.filter((t) => !t.result)) {
-    if (!c.body) continue;
-    if (!now.has(c.id)) {
-      out = out.replace(c.body, () => '');
-      stripped = true;
-    } else if (now.get(c.id) !== c.body) {
-      out = out.replace(c.body, () => now.get(c.id));
-    }
-  }
+  orig.tools
+    .filter((t) => !t.result)
+    .forEach((c, call) => {
+      if (!c.body) return;
+      if (!now.has(call)) {
+        out = out.replace(c.body, () => '');
+        stripped = true;
+      } else if (now.get(call) !== c.body) {
+        out = out.replace(c.body, () => now.get(call));
+      }
+    });
   return stripped ? out.replace(/\n+$/, '') : out;
 }
 
