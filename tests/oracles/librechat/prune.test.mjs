@@ -77,12 +77,14 @@ test('the plugin prunes as @librechat/agents 3.1.63 does', () => {
   for (const m of misses) console.log('  differs:', m);
   assert.ok(loaded.length >= 10, `only ${loaded.length} logs replayed`);
   assert.ok(t.pruned > 100 && t.edits > 100, 'the matrix must exercise pruning and edits');
-  // Issue #17 asks for 99 % on each. The last full run gave 100.00 / 99.56 / 99.98 / 100.00 %
-  // (720 runs, 38,772 calls), after two causes were found: lengths are UTF-16 code units in
-  // LibreChat (utils/truncation.ts; emoji on claude-code_oh-my-posh), and a message's token count
-  // changes between calls (Codex reasoning; codex-cli_agentv). The floors hold that level.
+  // Issue #17 asks for 99 % on each. The last full run gave 100.00 / 99.99 / 100.00 / 100.00 %
+  // (720 runs, 38,772 calls), after the causes were found: lengths are UTF-16 code units in
+  // LibreChat (utils/truncation.ts; emoji on claude-code_oh-my-posh), a message's token count
+  // changes between calls (Codex reasoning; codex-cli_agentv), id-less tool calls
+  // (codex-cli_gildore-arena: prune.ts stripOrphanToolUseBlocks, and the harness matching blocks
+  // by id). The floors hold that level (docs/strategies/librechat.md, "Last differential run").
   assert.ok(t.kept / t.calls >= 0.999, `kept set identical on ${pct(t.kept)} % of calls`);
-  assert.ok(t.edited / t.calls >= 0.995, `edited set identical on ${pct(t.edited)} % of calls`);
+  assert.ok(t.edited / t.calls >= 0.999, `edited set identical on ${pct(t.edited)} % of calls`);
   assert.ok(t.lengths / t.calls >= 0.999, `edited lengths within 1 % on ${pct(t.lengths)} % of calls`);
   assert.ok(t.fired / t.calls >= 0.999, `summarization on the same calls: ${pct(t.fired)} %`);
 });
