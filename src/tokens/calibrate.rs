@@ -72,8 +72,9 @@ impl Fit {
 pub struct AgentFit {
     pub agent: AgentIdx,
     pub fit: Fit,
-    /// False when the agent had fewer than [`MIN_AGENT_SAMPLES`] calls: it then has the session
-    /// fit's ratio and an overhead of its own (the mean of what the ratio leaves of its calls).
+    /// False when the agent had fewer than [`MIN_AGENT_SAMPLES`] calls: it then has the
+    /// within-agent ratio (one slope about each agent's own means; else the session fit's) and an
+    /// overhead of its own (the mean of what the ratio leaves of its calls).
     pub own_fit: bool,
     /// Calls of this agent with both a raw estimate and recorded usage.
     pub samples: usize,
@@ -160,6 +161,7 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
     let mut agent_ids: Vec<AgentIdx> = samples.iter().map(|s| s.agent).collect();
     agent_ids.sort_unstable();
     agent_ids.dedup();
+    let small_ratio = within_agent_ratio(&samples, &agent_ids).unwrap_or(session.ratio);
 
     let mut all_errors = Vec::with_capacity(samples.len());
     let agents = agent_ids
@@ -174,7 +176,7 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
             let fit = if own_fit {
                 least_squares(&own)
             } else {
-                own_overhead(&own, session.ratio)
+                own_overhead(&own, small_ratio)
             };
             let mut errors: Vec<f64> = own.iter().map(|s| ape(fit, s)).collect();
             all_errors.extend_from_slice(&errors);
@@ -197,6 +199,26 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
         p95_ape,
         samples: samples.len(),
     })
+}
+
+/// One ratio for every agent, each with its own overhead: the least-squares slope of the calls
+/// about their agent's means (agents' system prompts differ, so one line through all calls
+/// mixes their overheads into the slope: 0.45 on the ADK capture, whose planner alone fits 0.90).
+/// `None` when no agent's calls vary or the slope is not positive.
+fn within_agent_ratio(samples: &[CallSample], agents: &[AgentIdx]) -> Option<f64> {
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for &a in agents {
+        let own = samples.iter().filter(|s| s.agent == a);
+        let n = own.clone().count() as f64;
+        let mean_x = own.clone().map(|s| s.raw as f64).sum::<f64>() / n;
+        let mean_y = own.clone().map(target).sum::<f64>() / n;
+        for s in own {
+            let x = s.raw as f64 - mean_x;
+            sxx += x * x;
+            sxy += x * (target(s) - mean_y);
+        }
+    }
+    (sxx > 0.0 && sxy > 0.0).then(|| sxy / sxx)
 }
 
 /// The session's ratio with the overhead that fits `samples` best under it (their mean
@@ -345,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn agents_with_few_calls_take_the_session_ratio_and_their_own_overhead() {
+    fn agents_with_few_calls_take_the_within_agent_ratio_and_their_own_overhead() {
         let mut s: Vec<_> = (0..6)
             .map(|i| sample(i, 0, 1000 * (i as u64 + 1), 2000 + 1000 * (i as u64 + 1)))
             .collect();
@@ -356,8 +378,11 @@ mod tests {
         let main = c.agent(0).unwrap();
         let sub = c.agent(1).unwrap();
         assert!(main.own_fit && !sub.own_fit);
-        assert_eq!(sub.fit.ratio, c.session.ratio);
-        let r = c.session.ratio;
+        // One slope about each agent's own means: main's (x − 3500, slope 1) and the side
+        // agent's (±150 → ±50), not the slope of one line through all calls.
+        let within = (17_500_000.0 + 15_000.0) / (17_500_000.0 + 45_000.0);
+        assert!((sub.fit.ratio - within).abs() < 1e-9, "{}", sub.fit.ratio);
+        let r = sub.fit.ratio;
         let overhead = ((9600.0 - r * 500.0) + (9700.0 - r * 800.0)) / 2.0;
         assert!((sub.fit.overhead - overhead).abs() < 1e-9);
         // The session's overhead would miss the side agent's calls by thousands of tokens.
