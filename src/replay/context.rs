@@ -951,12 +951,34 @@ impl<'a> Context<'a> {
     }
 
     /// Keys (ascending) of the entries holding fact `f` verbatim.
+    #[cfg(test)]
     pub(crate) fn occurrences(&self, f: FactId) -> impl DoubleEndedIterator<Item = u64> + '_ {
         self.occurrences
             .get(f as usize)
             .into_iter()
             .flatten()
             .copied()
+    }
+
+    /// How many entries hold fact `f` verbatim.
+    pub(crate) fn occurrence_count(&self, f: FactId) -> usize {
+        self.occurrences.get(f as usize).map_or(0, VecDeque::len)
+    }
+    /// Key of the `k`-th (ascending) entry holding fact `f`.
+    pub(crate) fn occurrence(&self, f: FactId, k: usize) -> u64 {
+        self.occurrences[f as usize][k]
+    }
+    /// How many entries holding fact `f` have a key below `key` (a reader skips the run of
+    /// occurrences one edit covers).
+    pub(crate) fn occurrences_below(&self, f: FactId, key: u64) -> usize {
+        self.occurrences
+            .get(f as usize)
+            .map_or(0, |v| v.partition_point(|&k| k < key))
+    }
+
+    /// Key of the entry at position `p`.
+    pub(crate) fn key_at(&self, p: usize) -> u64 {
+        self.entries[p].key
     }
 
     /// Recomputes prefix sums, pinned counts and pair spans for positions `p..`.

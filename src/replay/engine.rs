@@ -834,28 +834,35 @@ fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (b
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
     };
     let mut upper = false;
-    {
-        for key in ctx.occurrences(f).rev() {
-            let Some(pos) = ctx.position(key) else {
-                continue;
-            };
-            match removed(pos) {
-                None => return (true, true),
-                Some(p) => match &p.op.kind {
-                    OpKind::Summarize { text, .. } => {
-                        if facts.contains(text, f) {
-                            return (true, true);
-                        }
-                        upper = true;
+    // Newest occurrence first. A drop or a summary treats every occurrence in its range alike,
+    // so after the first one the rest of the range is skipped: a this-call summary of most of
+    // the history (CodeTether's, at every call) costs one look, not one per occurrence.
+    let mut k = ctx.occurrence_count(f);
+    while k > 0 {
+        let key = ctx.occurrence(f, k - 1);
+        k -= 1;
+        let Some(pos) = ctx.position(key) else {
+            continue;
+        };
+        match removed(pos) {
+            None => return (true, true),
+            Some(p) => match &p.op.kind {
+                OpKind::Summarize { text, .. } => {
+                    if facts.contains(text, f) {
+                        return (true, true);
                     }
-                    OpKind::Drop => {}
-                    _ => {
-                        if facts.contains(&p.texts[pos - p.op.start].0, f) {
-                            return (true, true);
-                        }
+                    upper = true;
+                    k = k.min(ctx.occurrences_below(f, ctx.key_at(p.op.start)));
+                }
+                OpKind::Drop => {
+                    k = k.min(ctx.occurrences_below(f, ctx.key_at(p.op.start)));
+                }
+                _ => {
+                    if facts.contains(&p.texts[pos - p.op.start].0, f) {
+                        return (true, true);
                     }
-                },
-            }
+                }
+            },
         }
     }
     if !upper {

@@ -54,11 +54,14 @@ pub(crate) struct Entry {
 
 pub(crate) struct History {
     pub entries: Vec<Entry>,
-    /// `cum[i]`: sum of `est` over positions `< i`.
+    /// `cum[i]`: sum over positions `< i` of each message's estimate when it arrived; the passes
+    /// that lower it later (prune, dedup) add their changes to `adj`.
     cum: Vec<u64>,
+    adj: Deltas,
     /// The same over the host's token counts, lowered to 0 where a dedup marker replaced the
     /// message (a lower bound of what the host holds).
     host_cum: Vec<u64>,
+    host_adj: Deltas,
     /// Positions of user messages, and of the substantive ones, ascending.
     users: Vec<usize>,
     substantive: Vec<usize>,
@@ -151,7 +154,9 @@ impl History {
         History {
             entries: Vec::new(),
             cum: vec![0],
+            adj: Deltas::default(),
             host_cum: vec![0],
+            host_adj: Deltas::default(),
             users: Vec::new(),
             substantive: Vec::new(),
             reach: vec![0],
@@ -216,7 +221,9 @@ impl History {
             let est = parts.tokens();
             let text_est = parts.text.tokens();
             self.cum.push(self.cum[p] + est);
+            self.adj.push();
             self.host_cum.push(self.host_cum[p] + m.tokens());
+            self.host_adj.push();
             self.entries.push(Entry {
                 id: m.id(),
                 kind,
@@ -229,20 +236,18 @@ impl History {
 
     /// Sum of the estimates of positions `a..b`.
     pub fn est(&self, a: usize, b: usize) -> u64 {
-        self.cum[b] - self.cum[a]
+        ((self.cum[b] - self.cum[a]) as i64 + self.adj.sum(a, b)) as u64
     }
 
     /// At least the host's tokens of positions `a..b`.
     pub fn host_tokens(&self, a: usize, b: usize) -> u64 {
-        self.host_cum[b] - self.host_cum[a]
+        ((self.host_cum[b] - self.host_cum[a]) as i64 + self.host_adj.sum(a, b)) as u64
     }
 
     /// The host now holds a dedup marker at `p`: count it as nothing (a lower bound).
     pub fn masked(&mut self, p: usize) {
-        let old = self.host_cum[p + 1] - self.host_cum[p];
-        for c in &mut self.host_cum[p + 1..] {
-            *c -= old;
-        }
+        let old = self.host_tokens(p, p + 1);
+        self.host_adj.add(p, -(old as i64));
     }
 
     /// Cut `q` (between positions q − 1 and q) separates no tool call from its result.
@@ -368,8 +373,77 @@ impl History {
     fn set_est(&mut self, p: usize, est: u64) {
         let old = self.entries[p].est;
         self.entries[p].est = est;
-        for c in &mut self.cum[p + 1..] {
-            *c = *c - old + est;
+        self.adj.add(p, est as i64 - old as i64);
+    }
+}
+
+/// Changes to per-position values, summed over ranges in O(log n) (a Fenwick tree that grows
+/// by one position per message): lowering an old message's estimate costs no pass over the
+/// positions after it, so the per-call work stays flat however long the history.
+#[derive(Default)]
+pub(crate) struct Deltas {
+    /// 1-based: `t[i]` sums the changes at positions `i − lowbit(i) .. i`.
+    t: Vec<i64>,
+}
+
+impl Deltas {
+    /// A new position, unchanged.
+    pub fn push(&mut self) {
+        if self.t.is_empty() {
+            self.t.push(0);
+        }
+        let i = self.t.len();
+        let low = i & i.wrapping_neg();
+        // `t[i]` covers positions i − low .. i, of which the new one holds nothing yet.
+        let v = self.prefix(i - 1) - self.prefix(i - low);
+        self.t.push(v);
+    }
+    pub fn add(&mut self, p: usize, d: i64) {
+        let mut i = p + 1;
+        while i < self.t.len() {
+            self.t[i] += d;
+            i += i & i.wrapping_neg();
+        }
+    }
+    /// Sum of the changes at positions `< n`.
+    fn prefix(&self, n: usize) -> i64 {
+        let mut i = n;
+        let mut s = 0;
+        while i > 0 {
+            s += self.t[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+    /// Sum of the changes at positions `a..b`.
+    pub fn sum(&self, a: usize, b: usize) -> i64 {
+        self.prefix(b) - self.prefix(a)
+    }
+}
+
+#[cfg(test)]
+mod deltas_tests {
+    use super::Deltas;
+
+    /// Range sums equal a plain array's while positions are added and changed in any order.
+    #[test]
+    fn deltas_sum_like_an_array() {
+        let mut d = Deltas::default();
+        let mut plain: Vec<i64> = Vec::new();
+        let mut x: u64 = 7;
+        for step in 0..600 {
+            d.push();
+            plain.push(0);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let p = (x >> 33) as usize % plain.len();
+            let v = ((x >> 13) % 41) as i64 - 20;
+            d.add(p, v);
+            plain[p] += v;
+            let a = (x >> 20) as usize % plain.len();
+            let b = a + (x >> 40) as usize % (plain.len() - a + 1);
+            assert_eq!(d.sum(a, b), plain[a..b].iter().sum::<i64>(), "step {step}");
         }
     }
 }
