@@ -65,6 +65,13 @@ fn stdout_errors_are_not_panics() {
 }
 
 fn main() {
+    // `--isolate`: this executable is also the runner that hosts an untrusted plugin.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if argv.get(1).map(String::as_str) == Some(ctxlab::plugin_host::isolate::RUNNER_ARG) {
+        std::process::exit(ctxlab::plugin_host::isolate::serve(&argv[2..]));
+    }
     stdout_errors_are_not_panics();
     let cli = Cli::parse();
     let result = match cli.cmd {

@@ -18,6 +18,9 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod isolate;
+pub use isolate::Isolation;
+
 /// A loaded plugin: its table lives as long as the process.
 pub struct LoadedPlugin {
     pub name: String,
@@ -58,6 +61,8 @@ pub struct StrategyEntry {
     pub meta: StrategyMeta,
     plugin: Arc<LoadedPlugin>,
     index: usize,
+    /// Set: its instances run in a child process (`isolate`), not in this one.
+    isolation: Option<Arc<Isolation>>,
 }
 
 /// A library that was found but not loaded, and why.
@@ -372,6 +377,7 @@ impl LoadedPlugin {
             },
             plugin: Arc::clone(self),
             index,
+            isolation: None,
         })
     }
 
@@ -426,6 +432,14 @@ impl StrategyEntry {
     pub fn create(&self, params: &serde_json::Value) -> Result<Instance> {
         ctxlab_plugin_api::sdk::Params::resolve(&self.meta.params, params)
             .map_err(|e| self.err(e))?;
+        if let Some(iso) = &self.isolation {
+            let child =
+                isolate::ChildInstance::start(self, iso, params).map_err(|e| self.err(e))?;
+            return Ok(Instance {
+                entry: self.clone(),
+                backend: Backend::Child(Box::new(child)),
+            });
+        }
         let json = params.to_string();
         let mut err = Buf::new();
         let w = err.writer();
@@ -441,8 +455,21 @@ impl StrategyEntry {
         }
         Ok(Instance {
             entry: self.clone(),
-            ptr: inst,
+            backend: Backend::InProcess(inst),
         })
+    }
+
+    /// This strategy with its instances run in a child process under `iso`'s limits.
+    pub fn isolated(&self, iso: Isolation) -> StrategyEntry {
+        StrategyEntry {
+            isolation: Some(Arc::new(iso)),
+            ..self.clone()
+        }
+    }
+
+    /// Whether its instances run in a child process.
+    pub fn is_isolated(&self) -> bool {
+        self.isolation.is_some()
     }
 
     /// Parses a config file back into parameters.
@@ -463,14 +490,21 @@ impl StrategyEntry {
 /// A strategy instance for one replay; destroyed on drop.
 pub struct Instance {
     entry: StrategyEntry,
-    ptr: *mut c_void,
+    backend: Backend,
+}
+
+enum Backend {
+    /// The plugin's instance pointer, in this process.
+    InProcess(*mut c_void),
+    /// An instance in a child process.
+    Child(Box<isolate::ChildInstance>),
 }
 
 // The instance is used from one thread at a time; plugins are told instances are Send.
 unsafe impl Send for Instance {}
 
 /// A decision copied out of plugin memory.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct RawDecision {
     pub ops: Vec<Op>,
     pub events: Vec<Event>,
@@ -661,6 +695,10 @@ impl Instance {
         call: &CallView,
         counter: Option<&dyn crate::tokens::TokenCounter>,
     ) -> Result<RawDecision> {
+        let ptr = match &mut self.backend {
+            Backend::InProcess(p) => *p,
+            Backend::Child(c) => return c.decide(call, counter).map_err(|e| self.entry.err(e)),
+        };
         let mut c = Collect {
             counter,
             ..Collect::default()
@@ -668,7 +706,7 @@ impl Instance {
         let s = sink(&mut c);
         let mut err = Buf::new();
         let ew = err.writer();
-        let st = unsafe { (self.entry.plugin.table.decide)(self.ptr, call, &s, &ew) };
+        let st = unsafe { (self.entry.plugin.table.decide)(ptr, call, &s, &ew) };
         match st {
             STATUS_OK => Ok(c.d),
             _ => {
@@ -683,9 +721,13 @@ impl Instance {
     }
 
     pub fn thresholds(&mut self) -> Vec<Threshold> {
+        let ptr = match &mut self.backend {
+            Backend::InProcess(p) => *p,
+            Backend::Child(c) => return c.thresholds(),
+        };
         let mut c = Collect::default();
         let s = sink(&mut c);
-        let st = unsafe { (self.entry.plugin.table.thresholds)(self.ptr, &s) };
+        let st = unsafe { (self.entry.plugin.table.thresholds)(ptr, &s) };
         if st == STATUS_OK {
             c.thresholds
         } else {
@@ -695,10 +737,13 @@ impl Instance {
 
     /// The parameters as the target system's config file.
     pub fn export(&mut self, format: &str) -> Result<String> {
+        let ptr = match &mut self.backend {
+            Backend::InProcess(p) => *p,
+            Backend::Child(c) => return c.export(format).map_err(|e| self.entry.err(e)),
+        };
         let (mut out, mut err) = (Buf::new(), Buf::new());
         let (ow, ew) = (out.writer(), err.writer());
-        let st =
-            unsafe { (self.entry.plugin.table.export)(self.ptr, StrRef::new(format), &ow, &ew) };
+        let st = unsafe { (self.entry.plugin.table.export)(ptr, StrRef::new(format), &ow, &ew) };
         if st != STATUS_OK {
             return Err(self.entry.err(err.text()));
         }
@@ -708,7 +753,10 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        unsafe { (self.entry.plugin.table.destroy)(self.ptr) }
+        // A child instance ends with its process (`ChildInstance`'s own drop).
+        if let Backend::InProcess(ptr) = self.backend {
+            unsafe { (self.entry.plugin.table.destroy)(ptr) }
+        }
     }
 }
 
@@ -1030,5 +1078,13 @@ impl Registry {
     /// Libraries found but not loaded, with the reason.
     pub fn refused(&self) -> &[Refusal] {
         &self.refused
+    }
+
+    /// From now on, every strategy of the registry runs in a child process under `iso`'s limits
+    /// (`--isolate`): for plugins the user does not trust.
+    pub fn isolate(&mut self, iso: Isolation) {
+        for s in &mut self.strategies {
+            s.isolation = Some(Arc::new(iso.clone()));
+        }
     }
 }

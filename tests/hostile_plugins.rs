@@ -434,3 +434,109 @@ fn tune_streams_a_bounded_grid_and_reports_progress_in_json() {
         json!({"done": 4, "total": 4})
     );
 }
+
+const PI: &str = "pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl";
+
+/// Finding 7: an in-process plugin that aborts, exits or loops takes ctxlab down with it (or
+/// hangs it). With `--isolate` each strategy runs in a child process speaking the same ABI over a
+/// pipe: the same decisions as in-process; a plugin that aborts, exits, loops past the time limit
+/// or eats memory past the memory limit fails its own run with what happened, and the comparison
+/// goes on around it.
+#[cfg(unix)]
+#[test]
+fn isolated_strategies_decide_alike_and_fail_alone() {
+    use ctxlab::plugin_host::Isolation;
+    use ctxlab::replay::{self, ReplayOptions, StrategySpec};
+    // The same run in a child process as in this one.
+    let session = ctxlab::formats::load_file(&sample(PI)).unwrap();
+    let mut reg = Registry::new();
+    reg.load_path(&built("ctxlab_plugin_example")).unwrap();
+    let entry = reg.find("example.keep-last-results").unwrap().clone();
+    let iso = Isolation::new(PathBuf::from(env!("CARGO_BIN_EXE_ctxlab")));
+    let opts = ReplayOptions::new(ctxlab::tokens::counter("heuristic").unwrap());
+    let params = json!({"keep_last": 2});
+    let here = replay::run(
+        &session,
+        StrategySpec::Plugin {
+            entry: entry.clone(),
+            params: params.clone(),
+        },
+        &opts,
+    )
+    .unwrap();
+    let isolated = entry.isolated(iso.clone());
+    assert!(isolated.is_isolated());
+    let there = replay::run(
+        &session,
+        StrategySpec::Plugin {
+            entry: isolated.clone(),
+            params: params.clone(),
+        },
+        &opts,
+    )
+    .unwrap();
+    assert!(
+        here.metrics
+            .compactions
+            .values()
+            .map(|c| c.count)
+            .sum::<u64>()
+            > 0
+    );
+    assert_eq!(here.metrics, there.metrics);
+    assert_eq!(here.samples, there.samples);
+    assert_eq!(here.events, there.events);
+    // The host's schema check still comes first; the plugin's own refusal comes back in words.
+    let e = isolated
+        .create(&json!({"keep_last": -1}))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("keep_last: -1 is below the minimum 0"), "{e}");
+
+    // Each way a plugin can end or hang its process, each failing alone in one comparison.
+    let path = std::env::join_paths([build_dir(), built("ctxlab_fixture_panics")]).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxlab"));
+    cmd.arg("compare")
+        .arg(sample(PI))
+        .args([
+            "--isolate",
+            "--isolate-timeout",
+            "5",
+            "--isolate-memory",
+            "1024",
+        ])
+        .args(["-s", "example.keep-last-results"]);
+    for how in ["abort", "exit", "loop", "memory"] {
+        cmd.args(["-s", "fixture.panics", "--param", "at_call=3", "--param"])
+            .arg(format!("how={how}"));
+    }
+    let out = cmd.env("CTXLAB_PLUGIN_PATH", &path).output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("example.keep-last-results")),
+        "{stdout}"
+    );
+    let failed = |how: &str, what: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("FAILED: fixture.panics at_call=3 how={how}")))
+            .unwrap_or_else(|| panic!("{how} not reported: {stdout}\n{stderr}"));
+        assert!(
+            line.contains("failed at call 3") && line.contains(what),
+            "{how}: {line}"
+        );
+    };
+    failed("abort", "ended by signal 6 (SIGABRT)");
+    failed("exit", "exited with code 3");
+    failed("loop", "no answer within 5 s");
+    // Past the address-space limit the allocator fails and Rust aborts.
+    failed("memory", "ended by signal 6");
+    assert!(stderr.contains("4 of 7 strategies failed"), "{stderr}");
+}

@@ -38,9 +38,46 @@ pub struct ReplayFlags {
     /// Take counts as they are instead of calibrating them on the log's recorded usage.
     #[arg(long)]
     no_calibration: bool,
+    /// Run each plugin strategy in a child process, with a time and a memory limit: a plugin
+    /// that aborts, exits, crashes or loops fails its own run, not ctxlab (slower; for plugins
+    /// you do not trust, docs/plugins.md "Trust").
+    #[arg(long)]
+    isolate: bool,
+    /// With --isolate: seconds to wait for any one answer of the plugin before killing it.
+    #[arg(long, value_name = "SECS", requires = "isolate")]
+    isolate_timeout: Option<f64>,
+    /// With --isolate: the plugin process's memory limit, in MiB.
+    #[arg(long, value_name = "MIB", requires = "isolate")]
+    isolate_memory: Option<u64>,
 }
 
 impl ReplayFlags {
+    /// The plugins found, run in child processes with `--isolate`.
+    pub fn registry(&self) -> Result<Registry> {
+        let mut registry = Registry::discover();
+        if self.isolate {
+            let exe = std::env::current_exe().map_err(|e| {
+                Error::Invalid(format!("--isolate: cannot find ctxlab itself: {e}"))
+            })?;
+            let mut iso = ctxlab::plugin_host::Isolation::new(exe);
+            if let Some(secs) = self.isolate_timeout {
+                iso.timeout = std::time::Duration::try_from_secs_f64(secs)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| {
+                        Error::Invalid(format!(
+                            "--isolate-timeout {secs}: expected a number of seconds above 0"
+                        ))
+                    })?;
+            }
+            if let Some(mib) = self.isolate_memory {
+                iso.memory_bytes = mib.saturating_mul(1 << 20);
+            }
+            registry.isolate(iso);
+        }
+        Ok(registry)
+    }
+
     pub fn settings(&self) -> Result<Settings> {
         Ok(Settings {
             counter: self.counter.clone(),
@@ -164,7 +201,7 @@ pub fn load_one(log: &Path, id: Option<&str>) -> Result<Session> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let registry = Registry::discover();
+    let registry = args.replay.registry()?;
     if args.param.len() > 0 && args.strategy.is_empty() {
         return Err(Error::Invalid(
             "--param needs a --strategy before it".into(),

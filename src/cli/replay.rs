@@ -2,7 +2,6 @@
 
 use ctxlab::compare;
 use ctxlab::fmt::fmt_tokens;
-use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Run};
 use ctxlab::{Error, Result};
 use serde_json::Value;
@@ -46,7 +45,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let params = compare::parse_params(&args.params, args.params_file.as_deref())?;
-    let spec = compare::strategy(&Registry::discover(), &args.strategy, params)?;
+    let spec = compare::strategy(&args.replay.registry()?, &args.strategy, params)?;
     let settings = args.replay.settings()?;
     let mut runs = Vec::new();
     for session in ctxlab::formats::load(&args.log)? {

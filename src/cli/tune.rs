@@ -4,7 +4,6 @@
 use super::compare::{aligned, ReplayFlags};
 use ctxlab::compare;
 use ctxlab::fmt::fmt_tokens;
-use ctxlab::plugin_host::Registry;
 use ctxlab::report::usd;
 use ctxlab::store::Library;
 use ctxlab::tune::{self, Constraint, Sweep, TuneOptions, TuneResult, TuneSession};
@@ -63,7 +62,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let registry = Registry::discover();
+    let registry = args.replay.registry()?;
     let entry = registry.require(&args.strategy)?.clone();
     let base = compare::dotted(
         compare::parse_params(&args.param, args.params_file.as_deref())?,
