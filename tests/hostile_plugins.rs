@@ -502,9 +502,9 @@ fn isolated_strategies_decide_alike_and_fail_alone() {
         .args([
             "--isolate",
             "--isolate-timeout",
-            "5",
+            "10",
             "--isolate-memory",
-            "1024",
+            "512",
         ])
         .args(["-s", "example.keep-last-results"]);
     for how in ["abort", "exit", "loop", "memory"] {
@@ -535,7 +535,7 @@ fn isolated_strategies_decide_alike_and_fail_alone() {
     };
     failed("abort", "ended by signal 6 (SIGABRT)");
     failed("exit", "exited with code 3");
-    failed("loop", "no answer within 5 s");
+    failed("loop", "no answer within 10 s");
     // Past the address-space limit the allocator fails and Rust aborts.
     failed("memory", "ended by signal 6");
     assert!(stderr.contains("4 of 7 strategies failed"), "{stderr}");
