@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "close_session",
     "session_detail",
     "context_at",
+    "composition",
     "replay",
     "cancel",
     "follow",

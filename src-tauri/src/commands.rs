@@ -404,6 +404,20 @@ pub fn cancel(state: State<'_, AppState>, job: u32) -> bool {
     state.cancel(job)
 }
 
+/// What fills every call's context (`ctxlab::replay::composition`), counted with the counter the
+/// session was opened with.
+#[tauri::command]
+pub async fn composition(state: State<'_, AppState>, key: u32) -> AppResult<CompositionView> {
+    let (session, report) = state.get(key)?;
+    blocking(move || {
+        let counter = tokens::counter(&report.counter)?;
+        let prepared = replay::Prepared::counts(&session, counter.as_ref());
+        let c = replay::composition(&session, &prepared, counter.as_ref())?;
+        Ok(CompositionView::of(&session, &c))
+    })
+    .await
+}
+
 /// The context one strategy sent at `call`, and what changed since the agent's previous call.
 #[tauri::command]
 pub async fn context_at(

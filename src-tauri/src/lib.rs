@@ -40,6 +40,7 @@ pub fn setup_with<R: tauri::Runtime>(
             commands::close_session,
             commands::session_detail,
             commands::context_at,
+            commands::composition,
             commands::replay,
             commands::cancel,
             commands::follow,

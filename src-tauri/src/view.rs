@@ -341,6 +341,99 @@ pub struct SeriesColumns {
     /// The same, restarted at the agent's last compaction (fuseraft's chart).
     pub cumulative_since_compaction: Vec<u64>,
     pub over_window: Vec<bool>,
+    /// Tokens this call's view filters left out (per-call pruning); 0 when none.
+    pub pruned: Vec<u64>,
+}
+
+/// A strategy's named series (`Run::gauges`): its own estimate of the context (`estimate`,
+/// `*_estimate`), LibreChat's pressure, fuseraft's cumulative count…, at the calls it gave one.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct GaugeView {
+    pub name: String,
+    pub call: Vec<usize>,
+    pub value: Vec<f64>,
+}
+
+/// What fills each call's context (`ctxlab::replay::composition`) as columns: `values[k][i]` is
+/// the tokens of `keys[k]` in call `i`'s context; they sum to `total[i]`.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct CompositionView {
+    pub counter: String,
+    /// Per agent: the calibrated overhead (system prompt, tool schemas) the log does not hold.
+    pub overhead: Vec<Option<u64>>,
+    pub keys: Vec<CompositionKey>,
+    pub agent: Vec<usize>,
+    /// The call's reconstructed context; `None` for a usage-only log.
+    pub total: Vec<Option<u64>>,
+    pub values: Vec<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct CompositionKey {
+    /// `system`, `user`, `injected`, `summaries`, `assistant`, `reasoning`, `tool_calls`,
+    /// `tool_results`.
+    pub kind: String,
+    pub label: String,
+    /// The tool, for `tool_results`.
+    pub tool: Option<String>,
+}
+
+impl CompositionView {
+    pub fn of(s: &Session, c: &ctxlab::replay::Composition) -> CompositionView {
+        let mut keys: Vec<CompositionKey> = Vec::new();
+        let mut values: Vec<Vec<u64>> = Vec::new();
+        let n = c.calls.len();
+        let mut total = Vec::with_capacity(n);
+        let mut agent = Vec::with_capacity(n);
+        for (i, call) in c.calls.iter().enumerate() {
+            agent.push(s.calls.get(i).map_or(0, |x| x.agent));
+            let Some(call) = call else {
+                total.push(None);
+                continue;
+            };
+            total.push(Some(call.total));
+            for sl in &call.slices {
+                let key = CompositionKey {
+                    kind: snake(&sl.kind),
+                    label: sl.kind.label().to_string(),
+                    tool: sl.tool.clone(),
+                };
+                let k = match keys.iter().position(|x| *x == key) {
+                    Some(k) => k,
+                    None => {
+                        keys.push(key);
+                        values.push(vec![0; n]);
+                        keys.len() - 1
+                    }
+                };
+                values[k][i] = sl.tokens;
+            }
+        }
+        // Kinds in stacking order, tools by name within theirs.
+        let order = |k: &CompositionKey| {
+            ctxlab::replay::Kind::ALL
+                .iter()
+                .position(|x| snake(x) == k.kind)
+                .unwrap_or(usize::MAX)
+        };
+        let mut idx: Vec<usize> = (0..keys.len()).collect();
+        idx.sort_by(|&a, &b| {
+            order(&keys[a])
+                .cmp(&order(&keys[b]))
+                .then(keys[a].tool.cmp(&keys[b].tool))
+        });
+        CompositionView {
+            counter: c.counter.clone(),
+            overhead: c.overhead.clone(),
+            keys: idx.iter().map(|&i| keys[i].clone()).collect(),
+            agent,
+            total,
+            values: idx
+                .iter()
+                .map(|&i| std::mem::take(&mut values[i]))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, TS)]
@@ -415,6 +508,7 @@ pub struct RunView {
     pub compactions: Vec<MarkerView>,
     pub events: Vec<EventView>,
     pub thresholds: Vec<ThresholdView>,
+    pub gauges: Vec<GaugeView>,
     pub metrics: MetricsView,
 }
 
@@ -841,6 +935,7 @@ impl RunView {
                 .cumulative_since_compaction
                 .push(x.cumulative_since_compaction);
             series.over_window.push(x.over_window);
+            series.pruned.push(x.pruned_tokens);
         }
         let m = &run.metrics;
         RunView {
@@ -887,6 +982,15 @@ impl RunView {
                     line: snake(&t.line),
                     tokens: t.tokens,
                     label: t.label.clone(),
+                })
+                .collect(),
+            gauges: run
+                .gauges
+                .iter()
+                .map(|(name, points)| GaugeView {
+                    name: name.clone(),
+                    call: points.iter().map(|p| p.call).collect(),
+                    value: points.iter().map(|p| p.value).collect(),
                 })
                 .collect(),
             metrics: MetricsView {

@@ -46,6 +46,7 @@ fn committed_bindings_match_the_rust_types() {
     export::<StoredSession>(&cfg);
     export::<SessionDetail>(&cfg);
     export::<ContextView>(&cfg);
+    export::<CompositionView>(&cfg);
     export::<ReplayRequest>(&cfg);
     export::<Progress>(&cfg);
     export::<RunView>(&cfg);

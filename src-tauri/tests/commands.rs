@@ -178,6 +178,29 @@ fn opens_a_log_and_shows_its_agents_calls_and_fidelity() {
 }
 
 #[test]
+fn composition_is_granted_and_every_call_sums_to_its_context() {
+    let a = app();
+    let key = a.open(FOREST);
+    let c = a.ok("composition", json!({ "key": key }));
+    let total = c["total"].as_array().unwrap();
+    let calls = a.ok("session_detail", json!({ "key": key }))["summary"]["calls"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(total.len(), calls);
+    let keys = c["keys"].as_array().unwrap();
+    let values = c["values"].as_array().unwrap();
+    assert_eq!(keys.len(), values.len());
+    assert!(keys
+        .iter()
+        .any(|k| k["kind"] == "tool_results" && k["tool"] == "Read"));
+    for (i, t) in total.iter().enumerate() {
+        let sum: u64 = values.iter().map(|v| v[i].as_u64().unwrap()).sum();
+        assert_eq!(Some(sum), t.as_u64(), "call {i}");
+    }
+    assert!(c["overhead"][0].as_u64().unwrap() > 1000);
+}
+
+#[test]
 fn replays_two_strategies_with_markers_thresholds_and_metrics() {
     let a = app();
     let key = a.open(FOREST);
@@ -228,6 +251,15 @@ fn replays_two_strategies_with_markers_thresholds_and_metrics() {
     assert!(
         kinds.contains(&"warn") && kinds.contains(&"cutover"),
         "{kinds:?}"
+    );
+    assert_eq!(fr["series"]["pruned"].as_array().unwrap().len(), calls);
+    assert!(
+        fr["gauges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "cumulative_since_compaction"),
+        "the strategy's own series reach the UI"
     );
     let total = |r: &Value| r["metrics"]["total_input_tokens"].as_u64().unwrap();
     assert!(total(fr) < total(none), "compaction saves input tokens");

@@ -22,6 +22,8 @@ const APP = need("CTXLAB_APP");
 const SHOTS = need("SHOTS");
 const REAL_LOGS = need("REAL_LOGS");
 const FOREST = join(REAL_LOGS, "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl");
+// Claude Code behind a logging proxy: 8 agents, one a subagent of the main one (issue #21).
+const AGENTS_LOG = join(REAL_LOGS, "llm-trace-proxy_wang0618/claude-code.jsonl");
 const work = mkdtempSync(join(tmpdir(), "ctxlab-e2e-"));
 const wd = new WebDriver(need("WEBDRIVER_URL"));
 
@@ -94,7 +96,9 @@ describe("ctxlab app", () => {
     const charts = await wd.findAll('[data-testid="chart"]');
     assert.equal(charts.length, 2, "cumulative and occupancy, separate");
     const cumulative = charts[0];
-    await wd.until("markers drawn", async () => Number(await wd.attr(cumulative, "data-markers")) > 0);
+    // Compactions are ticks on the strategies' marker lanes under the plot (issue #21).
+    assert.equal(await wd.attr(cumulative, "data-lanes"), "2", "one marker lane per strategy");
+    await wd.until("compaction ticks drawn", async () => Number(await wd.attr(cumulative, "data-lane-ticks")) > 0);
     assert.ok(Number(await wd.attr(cumulative, "data-thresholds")) >= 2, "warn and cutover lines");
     const titles = await wd.exec(`return [...document.querySelectorAll('.chart-title')].map(e => e.textContent)`);
     assert.match(titles[0], /Cumulative input tokens/);
@@ -163,6 +167,89 @@ describe("ctxlab app", () => {
     await tab("library");
     const stored = await wd.text(await wd.waitFor('[data-testid="stored"]'));
     assert.match(stored, /claude-code/, "the opened log is in the SQLite library");
+  });
+
+  it("draws one line per agent of a log with subagents, and what fills the context", async () => {
+    await openPath(AGENTS_LOG);
+    await wd.until("the multi-agent log open", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("http-capture"));
+    await tab("session");
+    const agents = (await wd.findAll('[data-testid="agents"] tbody tr')).length;
+    assert.equal(agents, 8);
+    const chart = await wd.waitFor('[data-testid="chart"][data-agent-series]', 30_000);
+    await wd.until("the per-agent chart drawn", async () => Number(await wd.attr(chart, "data-points")) > 0);
+    assert.equal(Number(await wd.attr(chart, "data-agent-series")), agents, "one series per agent");
+    // Recorded and estimate per agent; never one line across agents.
+    assert.equal(Number(await wd.attr(chart, "data-series")), 2 * agents);
+    const legend = await wd.exec(`return [...document.querySelectorAll('[data-testid="session-legend"] [data-agent]')].map(e => e.textContent)`);
+    assert.equal(legend.length, agents);
+    assert.equal(legend.filter((t) => t.startsWith("↳")).length, 1, "the subagent is tied to its parent");
+    assert.ok(Number(await wd.attr(chart, "data-lanes")) >= 1, "recorded compactions on their agent's lane");
+    await shot("09-session-agents");
+
+    // What fills the context at the last call, then at another one picked by the user.
+    const sums = async () =>
+      wd.exec(`const bar = document.querySelector('[data-testid="composition-bar"]');
+        const segs = [...bar.querySelectorAll('.comp-seg')].map(s => Number(s.dataset.tokens));
+        return { call: Number(bar.dataset.call), total: Number(bar.dataset.total), sum: segs.reduce((a, b) => a + b, 0), n: segs.length,
+                 shown: Number(document.querySelector('[data-testid="composition-total"]').textContent.replace(/,/g, '')) };`);
+    await wd.waitFor('[data-testid="composition-bar"]', 60_000);
+    let c = await sums();
+    assert.equal(c.call, 48);
+    assert.ok(c.total > 0 && c.n >= 2, JSON.stringify(c));
+    assert.equal(c.sum, c.total, "the bar sums to the call's context");
+    assert.equal(c.shown, c.total);
+    await setInput("context-call", "20");
+    await wd.press('[data-testid="show-context"]');
+    await wd.until("the composition of call 20", async () => (await sums()).call === 20, 30_000);
+    c = await sums();
+    assert.equal(c.sum, c.total, "call 20 sums too");
+    await wd.until("the stacked areas drawn", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="composition-areas"] canvas').length`)) >= 1, 30_000);
+    await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
+    await shot("10-composition");
+  });
+
+  it("compares seven strategies: a colour each, one chart per strategy, marker lanes", async () => {
+    await openPath(FOREST);
+    await wd.until("the forest log selected", async () => (await wd.exec(`return document.querySelector('[data-testid="sessions"] tr.selected')?.textContent ?? ''`)).includes("day1-02"), 60_000);
+    await tab("compare");
+    const ids = ["none", "recorded", "fuseraft.compaction", "phi-core.context", "fim-one.context-guard", "librechat.agents", "codetether.compression"];
+    for (const id of ids) {
+      const checked = await wd.exec(`return document.querySelector('[data-testid="pick-${id}"]').checked`);
+      if (!checked) await wd.press(`[data-testid="pick-${id}"]`);
+    }
+    await wd.press('[data-testid="run-compare"]');
+    await wd.until("seven runs", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="metrics-table"] tbody tr').length`)) === 7, 300_000);
+    const legend = await wd.exec(`return [...document.querySelectorAll('[data-testid="compare-legend"] [data-strategy]')].map(e => [e.dataset.strategy, e.dataset.color])`);
+    assert.deepEqual(legend.map((l) => l[0]).sort(), [...ids].sort(), "legend entries = strategies");
+    assert.equal(new Set(legend.map((l) => l[1])).size, 7, "no two strategies share a colour");
+    // The metrics table's swatches carry the same colours.
+    const swatches = await wd.exec(`return [...document.querySelectorAll('[data-testid="metrics-table"] tbody tr')].map(r => [r.dataset.strategy, getComputedStyle(r.querySelector('.swatch')).backgroundColor])`);
+    assert.equal(new Set(swatches.map((s) => s[1])).size, 7);
+    assert.equal(await wd.exec(`return document.querySelector('[data-testid="per-strategy"]').checked`), true, "one chart per strategy above four");
+    const charts = await wd.findAll('[data-testid="charts"] [data-testid="chart"]');
+    assert.equal(charts.length, 14, "cumulative and occupancy for each strategy");
+    const lanes = await wd.exec(`return [...document.querySelectorAll('[data-testid="charts"] [data-testid="chart"]')].map(c => [Number(c.dataset.lanes), Number(c.dataset.laneTicks)])`);
+    assert.ok(lanes.every((l) => l[0] === 1), "a marker lane under every chart");
+    assert.equal(await wd.exec(`return document.querySelectorAll('[data-testid="charts"] [data-testid="marker-lanes"]').length`), 14);
+    assert.ok(lanes.some((l) => l[1] > 0), "compactions or pruning on some lane");
+    await shot("11-compare-seven");
+    // Overlaid: still one legend entry per strategy, lanes one per strategy under each chart.
+    await wd.press('[data-testid="per-strategy"]');
+    await wd.until("two overlaid charts", async () => (await wd.findAll('[data-testid="charts"] [data-testid="chart"]')).length === 2);
+    assert.equal(Number(await wd.attr((await wd.findAll('[data-testid="charts"] [data-testid="chart"]'))[1], "data-lanes")), 7);
+    await shot("12-compare-overlaid");
+    // The same views in the other theme.
+    await wd.press('[data-testid="theme"]');
+    await new Promise((r) => setTimeout(r, 400));
+    await shot("13-compare-overlaid-other-theme");
+    await tab("session");
+    await wd.waitFor('[data-testid="composition-bar"]', 60_000);
+    await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
+    await new Promise((r) => setTimeout(r, 400));
+    await shot("14-composition-other-theme");
+    await wd.exec(`window.scrollTo(0, 0); document.querySelector('[data-testid="chart"]').scrollIntoView()`);
+    await shot("15-session-other-theme");
+    await wd.press('[data-testid="theme"]');
   });
 
   it("names a broken file and why it could not be read", async () => {

@@ -4,6 +4,7 @@
 import { Channel, invoke } from "@tauri-apps/api/core";
 import type { AppError } from "./bindings/AppError";
 import type { BudgetRequest } from "./bindings/BudgetRequest";
+import type { CompositionView } from "./bindings/CompositionView";
 import type { ContextView } from "./bindings/ContextView";
 import type { ExportRequest } from "./bindings/ExportRequest";
 import type { ExportResult } from "./bindings/ExportResult";
@@ -47,6 +48,7 @@ export const api = {
   openPath: (path: string) => call<OpenResult>("open_path", { path }),
   closeSession: (key: number) => call<boolean>("close_session", { key }),
   sessionDetail: (key: number) => call<SessionDetail>("session_detail", { key }),
+  composition: (key: number) => call<CompositionView>("composition", { key }),
   contextAt: (key: number, callIndex: number, strategy: StrategyRequest, counter: string | null, budget: BudgetRequest | null) =>
     call<ContextView>("context_at", { key, call: callIndex, strategy, counter, budgetRequest: budget }),
   replay: (request: ReplayRequest, onProgress: (p: Progress) => void) => {

@@ -4,14 +4,22 @@
 // only the min-max decimation of the visible range is handed to uPlot, re-done on every zoom.
 
 import uPlot from "uplot";
+import { PALETTE } from "./colors";
 import { decimateIndices, pick } from "./decimate";
 import { fmtInt, fmtShort } from "./format";
+import { type Lane, type Thinned, describe, thinTicks } from "./lanes";
+
+export { PALETTE };
 
 export interface ChartLine {
   label: string;
   values: (number | null)[];
   color?: string;
   dash?: number[];
+  /** Line width in CSS px (1.5 when not given). */
+  width?: number;
+  /** Fill below the line to 0 (stacked areas: give the top band first). */
+  fill?: string;
 }
 
 export interface ChartMarker {
@@ -33,6 +41,11 @@ export interface ChartSpec {
   lines: ChartLine[];
   markers: ChartMarker[];
   thresholds: ChartThreshold[];
+  /** Marker lanes under the plot (compactions and per-call pruning as ticks, thinned). */
+  lanes?: Lane[];
+  /** false: no uPlot legend (the view draws its own). */
+  legend?: boolean;
+  height?: number;
   /** HTML lines for the hover box at one call. */
   hover?: (call: number) => string;
   onPick?: (call: number) => void;
@@ -40,7 +53,6 @@ export interface ChartSpec {
   onDrawn?: () => void;
 }
 
-export const PALETTE = ["#4e9ce6", "#e5894a", "#52b788", "#c77dff", "#e05d6f", "#d8b83a", "#4cc9c0", "#9c9c9c", "#7d8ce8", "#b5835a"];
 
 /** Threshold colours follow the theme (style.css: --warn, --cutover, --trigger). */
 function thresholdColor(kind: string): string {
@@ -73,6 +85,9 @@ export class Chart {
   private redecimating = false;
   private hoverBox: HTMLDivElement;
   private resizeObserver: ResizeObserver;
+  private laneCanvas: HTMLCanvasElement | null = null;
+  /** Drawn ticks per lane, for the lanes' hover. */
+  private laneTicks: Thinned[][] = [];
 
   constructor(parent: HTMLElement, spec: ChartSpec) {
     this.spec = spec;
@@ -88,6 +103,7 @@ export class Chart {
     this.hoverBox.hidden = true;
     parent.append(this.root);
     this.build();
+    if (spec.lanes && spec.lanes.length) this.buildLanes();
     this.root.append(this.hoverBox);
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(this.root);
@@ -118,7 +134,7 @@ export class Chart {
     const n = spec.x.length;
     const opts: uPlot.Options = {
       width: this.width(),
-      height: 300,
+      height: spec.height ?? 300,
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(max, ...spec.thresholds.map((t) => t.tokens)) * 1.08 || 1] } },
       axes: [
         { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor }, label: "call", values: (_u, ts) => ts.map((t) => fmtInt(t)) },
@@ -129,15 +145,16 @@ export class Chart {
         ...spec.lines.map((l, i) => ({
           label: l.label,
           stroke: l.color ?? PALETTE[i % PALETTE.length],
-          width: 1.5,
+          width: l.width ?? 1.5,
           dash: l.dash,
+          fill: l.fill,
           spanGaps: true,
           points: { show: false },
           value: (_u: uPlot, v: number | null) => (v === null ? "—" : fmtInt(v)),
         })),
       ],
       cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 6 } },
-      legend: { live: true },
+      legend: { show: spec.legend !== false, live: true },
       hooks: {
         draw: [(u) => this.drawOverlays(u)],
         setScale: [
@@ -283,12 +300,131 @@ export class Chart {
     this.root.dataset.markers = String(markers);
     this.root.dataset.thresholds = String(thresholds);
     this.root.dataset.points = String(u.data[0].length);
+    this.root.dataset.series = String(this.spec.lines.length);
+    this.drawLanes(u);
+  }
+
+  static readonly LANE_H = 14;
+
+  private buildLanes() {
+    const c = document.createElement("canvas");
+    c.className = "chart-lanes";
+    c.dataset.testid = "marker-lanes";
+    this.laneCanvas = c;
+    this.root.append(c);
+    c.addEventListener("mousemove", (e) => this.laneHover(e));
+    c.addEventListener("mouseleave", () => (this.hoverBox.hidden = true));
+    if (this.plot) this.drawLanes(this.plot);
+  }
+
+  /** One row per lane under the plot, aligned with its x axis: the lane's name at the left,
+   *  compactions as full-height ticks, per-call pruning as short ticks at the bottom with a
+   *  triangle where a stretch of it starts. */
+  private drawLanes(u: uPlot) {
+    const c = this.laneCanvas;
+    const lanes = this.spec.lanes;
+    if (!c || !lanes) return;
+    const px = devicePixelRatio || 1;
+    const cssW = u.width;
+    const cssH = lanes.length * Chart.LANE_H + 4;
+    c.style.width = `${cssW}px`;
+    c.style.height = `${cssH}px`;
+    c.width = Math.round(cssW * px);
+    c.height = Math.round(cssH * px);
+    const ctx = c.getContext("2d");
+    if (!ctx) return;
+    ctx.scale(px, px);
+    const left = u.bbox.left / px;
+    const width = u.bbox.width / px;
+    const xmin = u.scales.x.min ?? 0;
+    const xmax = u.scales.x.max ?? 0;
+    const toPx = (call: number) => u.valToPos(call, "x");
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    const grid = cssVar("--grid", "rgba(128,128,128,0.15)");
+    const muted = cssVar("--fg-muted", "#888");
+    this.laneTicks = [];
+    let drawn = 0;
+    lanes.forEach((lane, li) => {
+      const y = li * Chart.LANE_H + 2;
+      ctx.fillStyle = grid;
+      ctx.fillRect(left, y, width, Chart.LANE_H - 2);
+      ctx.fillStyle = lane.color;
+      ctx.textAlign = "right";
+      const name = lane.label.length > 12 ? `${lane.label.slice(0, 11)}…` : lane.label;
+      ctx.fillText(name, left - 4, y + (Chart.LANE_H - 2) / 2);
+      const ticks = thinTicks(lane.ticks, toPx, xmin, xmax, 4);
+      this.laneTicks.push(ticks);
+      for (const t of ticks) {
+        const x = left + t.x;
+        ctx.strokeStyle = t.kind === "recorded" ? muted : lane.color;
+        ctx.fillStyle = lane.color;
+        if (t.kind === "pruning") {
+          ctx.lineWidth = 1;
+          ctx.globalAlpha = 0.55;
+          ctx.beginPath();
+          ctx.moveTo(x, y + Chart.LANE_H - 6);
+          ctx.lineTo(x, y + Chart.LANE_H - 2);
+          ctx.stroke();
+          ctx.globalAlpha = 1;
+          if (t.first.label.startsWith("per-call pruning starts")) {
+            ctx.beginPath();
+            ctx.moveTo(x - 4, y + 1);
+            ctx.lineTo(x + 4, y + 1);
+            ctx.lineTo(x, y + 7);
+            ctx.closePath();
+            ctx.fill();
+          }
+        } else {
+          ctx.lineWidth = t.count > 1 ? 3 : 2;
+          ctx.beginPath();
+          ctx.moveTo(x, y + 1);
+          ctx.lineTo(x, y + Chart.LANE_H - 3);
+          ctx.stroke();
+        }
+        drawn++;
+      }
+    });
+    this.root.dataset.lanes = String(lanes.length);
+    this.root.dataset.laneTicks = String(drawn);
+  }
+
+  private laneHover(e: MouseEvent) {
+    const u = this.plot;
+    if (!u || !this.spec.lanes) return;
+    const li = Math.floor((e.offsetY - 2) / Chart.LANE_H);
+    const ticks = this.laneTicks[li];
+    const left = u.bbox.left / (devicePixelRatio || 1);
+    if (!ticks) {
+      this.hoverBox.hidden = true;
+      return;
+    }
+    let best: Thinned | null = null;
+    for (const t of ticks) if (Math.abs(left + t.x - e.offsetX) <= 5 && (!best || Math.abs(left + t.x - e.offsetX) < Math.abs(left + best.x - e.offsetX))) best = t;
+    if (!best) {
+      this.hoverBox.hidden = true;
+      return;
+    }
+    const lane = this.spec.lanes[li];
+    const box = this.hoverBox;
+    box.innerHTML = "";
+    const head = document.createElement("div");
+    head.innerHTML = `<b></b>`;
+    (head.firstChild as HTMLElement).textContent = lane.label;
+    const body = document.createElement("div");
+    body.textContent = describe(best, fmtInt);
+    box.append(head, body);
+    box.hidden = false;
+    const canvas = this.laneCanvas as HTMLCanvasElement;
+    const x = e.offsetX + canvas.offsetLeft + 12;
+    box.style.left = `${x + 280 > this.root.clientWidth ? x - 300 : x}px`;
+    box.style.top = `${canvas.offsetTop + li * Chart.LANE_H - 40}px`;
   }
 
   private resize() {
     if (!this.plot) return;
     const w = this.width();
-    if (Math.abs(w - this.plot.width) > 2) this.plot.setSize({ width: w, height: 300 });
+    if (Math.abs(w - this.plot.width) > 2) this.plot.setSize({ width: w, height: this.spec.height ?? 300 });
   }
 
   destroy() {

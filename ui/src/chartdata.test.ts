@@ -24,6 +24,7 @@ function run(strategy: string, over: Partial<RunView> = {}): RunView {
       cumulative: [100, 300, 50, 420, 130],
       cumulative_since_compaction: [100, 300, 50, 120, 130],
       over_window: [false, false, false, false, false],
+      pruned: [0, 0, 0, 0, 0],
     },
     compactions: [{ call: 3, agent: 0, kind: "summarize", messages: 4, context_before: 300, context_after: 120, trigger: null }],
     events: [],
@@ -31,6 +32,7 @@ function run(strategy: string, over: Partial<RunView> = {}): RunView {
       { kind: "warn", line: "cumulative_since_compaction", tokens: 250, label: "WarnAt" },
       { kind: "cutover", line: "occupancy", tokens: 180, label: "CutoverAt" },
     ],
+    gauges: [],
     metrics: {} as RunView["metrics"],
     ...over,
   };

@@ -15,4 +15,8 @@ cumulative: Array<number>,
 /**
  * The same, restarted at the agent's last compaction (fuseraft's chart).
  */
-cumulative_since_compaction: Array<number>, over_window: Array<boolean>, };
+cumulative_since_compaction: Array<number>, over_window: Array<boolean>, 
+/**
+ * Tokens this call's view filters left out (per-call pruning); 0 when none.
+ */
+pruned: Array<number>, };

@@ -7,8 +7,10 @@ import { api } from "../api";
 import type { ContextView } from "../bindings/ContextView";
 import type { RunView } from "../bindings/RunView";
 import type { StrategyInfo } from "../bindings/StrategyInfo";
-import { Chart, PALETTE } from "../chart";
+import { Chart } from "../chart";
 import { MEASURE_TITLES, type Measure, agentsOf, callRows, preferredCumulative, shapeRuns } from "../chartdata";
+import { agentDash, strategyColors } from "../colors";
+import { compareLanes, ownEstimateLines, SMALL_MULTIPLES_ABOVE } from "../comparelanes";
 import { clear, empty, errorBox, esc, h } from "../dom";
 import { collectParams, fieldOf } from "../form";
 import { fmtDelta, fmtInt, fmtPct, fmtShare, fmtUsd } from "../format";
@@ -20,7 +22,9 @@ let runError: { code: string; message: string } | null = null;
 let formErrors: Record<string, Record<string, string>> = {};
 const hiddenAgents = new Set<number>();
 let cumulative: Measure | null = null;
-let perStrategy = false;
+/** null: automatic (one chart per strategy above SMALL_MULTIPLES_ABOVE strategies). */
+let perStrategy: boolean | null = null;
+const hiddenStrategies = new Set<string>();
 let counter = "heuristic";
 let calibrate = true;
 const budget = { window: "", maxOutput: "", reserve: "" };
@@ -187,6 +191,7 @@ function runOptions(): HTMLElement {
 }
 
 function metricsTable(runs: RunView[]): HTMLElement {
+  const colors = strategyColors(runs.map((r) => r.strategy));
   const base = runs.find((r) => r.strategy === "none") ?? null;
   const delta = (v: number, b: number | undefined) => (base && b !== undefined && runs.length > 1 ? h("span.delta", {}, ` ${fmtDelta(v, b)}`) : null);
   const cols: [string, (r: RunView) => (Node | string | null)[], string][] = [
@@ -212,11 +217,11 @@ function metricsTable(runs: RunView[]): HTMLElement {
     h(
       "tbody",
       {},
-      runs.map((r, i) =>
+      runs.map((r) =>
         h(
           "tr",
           { "data-strategy": r.strategy },
-          h("td", {}, h("span.swatch", { style: `background:${PALETTE[(i * 3) % PALETTE.length]}` }), r.strategy, r.plugin ? h("div.muted.small", {}, r.plugin) : null),
+          h("td", {}, h("span.swatch", { style: `background:${colors.get(r.strategy)}` }), r.strategy, r.plugin ? h("div.muted.small", {}, r.plugin) : null),
           cols.map(([, f]) => h("td.num", {}, ...f(r))),
         ),
       ),
@@ -225,38 +230,83 @@ function metricsTable(runs: RunView[]): HTMLElement {
   );
 }
 
+/** One chart per strategy: the user's choice, else above SMALL_MULTIPLES_ABOVE strategies. */
+function smallMultiples(runs: RunView[]): boolean {
+  return perStrategy ?? runs.length > SMALL_MULTIPLES_ABOVE;
+}
+
+/** One entry per strategy in its colour (a click hides or shows its lines), and the line style
+ *  of each agent. */
+function legend(runs: RunView[]): HTMLElement {
+  const colors = strategyColors(runs.map((r) => r.strategy));
+  const agents = agentsOf(runs);
+  return h(
+    "div.legend",
+    { testid: "compare-legend" },
+    runs.map((r) =>
+      h(
+        "button.legend-entry",
+        {
+          "data-strategy": r.strategy,
+          "data-color": colors.get(r.strategy),
+          class: `legend-entry${hiddenStrategies.has(r.strategy) ? " off" : ""}`,
+          title: "Hide or show this strategy's lines",
+          onclick: () => ((hiddenStrategies.has(r.strategy) ? hiddenStrategies.delete(r.strategy) : hiddenStrategies.add(r.strategy)), changed()),
+        },
+        h("span.swatch", { style: `background:${colors.get(r.strategy)}` }),
+        r.strategy,
+      ),
+    ),
+    agents.length > 1
+      ? h(
+          "span.legend-agents",
+          {},
+          agents.map((a) => h("span.legend-agent", { "data-agent": String(a.index) }, h("span.legend-line", { style: `border-top:2px ${agentDash(a.index) ? "dashed" : "solid"} var(--fg-muted)` }), a.id)),
+        )
+      : null,
+  );
+}
+
 function drawCharts(host: HTMLElement, runs: RunView[]) {
   for (const c of charts) c.destroy();
   charts = [];
+  const colors = strategyColors(runs.map((r) => r.strategy));
+  const shown = runs.filter((r) => !hiddenStrategies.has(r.strategy));
   const measures: Measure[] = [cumulative ?? preferredCumulative(runs), "occupancy"];
-  const groups = perStrategy ? runs.map((r) => [r]) : [runs];
+  const groups = smallMultiples(runs) ? shown.map((r) => [r]) : [shown];
   for (const group of groups) {
+    if (!group.length) continue;
     for (const m of measures) {
       const d = shapeRuns(group, m, hiddenAgents);
-      const runIndex = (r: RunView) => runs.indexOf(r);
-      const colorOf = (run: number, agent: number) => PALETTE[(runIndex(group[run]) * 3 + agent) % PALETTE.length];
+      const lines = d.lines.map((l) => ({ label: l.label, values: l.values, color: colors.get(l.strategy), dash: agentDash(l.agent) }));
+      const own = m === "occupancy" ? ownEstimateLines(group, hiddenAgents) : [];
+      for (const o of own) lines.push({ label: o.label, values: o.values, color: colors.get(o.strategy), dash: [2, 3], width: 1 } as (typeof lines)[number]);
+      const ownOf = new Set(own.map((o) => o.strategy));
       const box = h("div.chart-box");
       host.append(box);
-      charts.push(
-        new Chart(box, {
-          title: (perStrategy ? `${group[0].strategy}: ` : "") + MEASURE_TITLES[m],
-          yLabel: "tokens",
-          x: d.x,
-          lines: d.lines.map((l) => ({ label: l.label, values: l.values, color: colorOf(l.run, l.agent), dash: l.run % 2 === 1 ? [6, 3] : undefined })),
-          // The marker's colour is its strategy's line colour; the label names the kind.
-          markers: d.markers.map((mk) => ({ call: mk.call, label: mk.kind, color: colorOf(mk.run, mk.agent) })),
-          thresholds: d.thresholds,
-          hover: (call) =>
-            `<div><b>call ${fmtInt(call)}</b></div>` +
-            callRows(group, call)
-              .map((r) => `<div>${esc(r.strategy)} · ${esc(r.agentId)}: ${fmtInt(r.input)} in / ${fmtInt(r.output)} out</div>`)
-              .join(""),
-          onPick: (call) => {
-            keptCall = String(call);
-            void loadKept();
-          },
-        }),
-      );
+      const chart = new Chart(box, {
+        title: (groups.length > 1 ? `${group[0].strategy}: ` : "") + MEASURE_TITLES[m] + (own.length ? "; dotted: each strategy's own estimate, where its thresholds fire" : ""),
+        yLabel: "tokens",
+        x: d.x,
+        lines,
+        markers: [],
+        lanes: compareLanes(group, colors, hiddenAgents, fmtInt),
+        legend: false,
+        // A threshold a strategy checks on its own estimate is labelled so: it fires where the
+        // dotted line crosses it, not where the provider's count does.
+        thresholds: d.thresholds.map((t) => ({ ...t, label: `${t.strategy}: ${t.label}${m === "occupancy" && ownOf.has(t.strategy) ? ` · on ${t.strategy}'s own estimate` : ""}` })),
+        hover: (call) =>
+          `<div><b>call ${fmtInt(call)}</b></div>` +
+          callRows(group, call)
+            .map((r) => `<div><span class="swatch" style="background:${colors.get(r.strategy)}"></span>${esc(r.strategy)} · ${esc(r.agentId)}: ${fmtInt(r.input)} in / ${fmtInt(r.output)} out</div>`)
+            .join(""),
+        onPick: (call) => {
+          keptCall = String(call);
+          void loadKept();
+        },
+      });
+      chart.root.dataset.strategies = String(group.length);
+      charts.push(chart);
     }
   }
 }
@@ -302,8 +352,8 @@ export function renderCompare(root: HTMLElement) {
           h("option", { value: "cumulative", selected: cumulative === "cumulative" }, "cumulative: total"),
           h("option", { value: "cumulative_since_compaction", selected: cumulative === "cumulative_since_compaction" }, "cumulative: since compaction"),
         ),
-        h("label.toggle", {}, h("input", { type: "checkbox", checked: perStrategy, onchange: (e: Event) => ((perStrategy = (e.target as HTMLInputElement).checked), changed()) }), "one chart per strategy"),
-        h("span.muted.small", {}, "Drag to zoom, wheel to zoom, Shift+wheel to pan, double-click to reset; click a legend entry to hide a line."),
+        h("label.toggle", { title: `On by default above ${SMALL_MULTIPLES_ABOVE} strategies` }, h("input", { type: "checkbox", testid: "per-strategy", checked: smallMultiples(runs), onchange: (e: Event) => ((perStrategy = (e.target as HTMLInputElement).checked), changed()) }), "one chart per strategy"),
+        h("span.muted.small", {}, "Drag to zoom, wheel to zoom, Shift+wheel to pan, double-click to reset; click a strategy in the legend to hide it. Under each chart, one marker lane per strategy: compactions as ticks, per-call pruning as short ticks (▼ where it starts to bite); hover a tick for the reason."),
       )
     : null;
   const chartsHost = h("div.charts", { testid: "charts" });
@@ -337,13 +387,14 @@ export function renderCompare(root: HTMLElement) {
         runError ? errorBox(runError.message, runError.code) : null,
         runs.length ? null : empty("Nothing replayed yet", "Tick one or more strategies (baselines included), adjust their parameters, and press Replay (Ctrl+Enter)."),
         toggles,
+        runs.length ? legend(runs) : null,
         chartsHost,
         runs.length ? h("h3", {}, "Metrics") : null,
         runs.length ? metricsTable(runs) : null,
         runs.length ? h("h3", {}, "What did each strategy keep at call N") : null,
         runs.length ? h("div.toolbar", {}, "Call ", keptInput, h("button", { onclick: () => void loadKept(), testid: "show-kept" }, "Show side by side"), h("span.muted.small", {}, "or click a point on a chart")) : null,
         keptError ? errorBox(keptError) : null,
-        kept.length ? h("div.kept", { testid: "kept" }, kept.map((k, i) => contextList(k, `kept-${i}`))) : null,
+        kept.length ? h("div.kept", { testid: "kept" }, kept.map((k, i) => h("div.kept-col", { style: `border-top:3px solid ${strategyColors(runs.map((r) => r.strategy)).get(k.strategy) ?? "transparent"}` }, contextList(k, `kept-${i}`)))) : null,
       ),
     ),
   );

@@ -5,12 +5,14 @@ import { api } from "../api";
 import type { AgentView } from "../bindings/AgentView";
 import type { ContextView } from "../bindings/ContextView";
 import type { SessionDetail } from "../bindings/SessionDetail";
-import { Chart } from "../chart";
-import { clear, empty, errorBox, esc, h } from "../dom";
+import type { Chart } from "../chart";
+import { clear, empty, errorBox, h } from "../dom";
 import { fmtBytes, fmtInt, fmtPct } from "../format";
 import { applyLive } from "../live";
 import { changed, store } from "../store";
+import { compositionPanel } from "./composition";
 import { refreshStored } from "./library";
+import { drawSessionChart } from "./sessionchart";
 
 let chart: Chart | null = null;
 let contextCall: number | null = null;
@@ -111,6 +113,8 @@ export function contextList(ctx: ContextView, testid: string): HTMLElement {
 
 async function loadContext(d: SessionDetail, call: number, rerender: () => void) {
   contextCall = call;
+  // The call belongs to this session from now on (a render before the context arrives keeps it).
+  contextFor = d.summary.key;
   contextError = null;
   rerender();
   try {
@@ -206,36 +210,21 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
     d.compactions.length
       ? h("div.small.muted", {}, `Recorded compactions: ${d.compactions.map((c) => `${d.agents[c.agent]?.name ?? c.agent} at call ${c.call === null ? "?" : fmtInt(c.call)} (${c.trigger}${c.pre_tokens !== null ? `, ${fmtInt(c.pre_tokens)} tokens before` : ""}${c.inferred ? ", inferred" : ""})`).join("; ")}`)
       : null,
+    h("h3", {}, "What fills the context"),
+    s.calls > 0 ? compositionPanel(d, contextCall ?? s.calls - 1, rerender) : null,
     h("h3", {}, "Context at a call"),
     h("div.toolbar", {}, "Call ", callInput, h("button", { onclick: showContext, testid: "show-context" }, "Show context"), h("span.muted.small", {}, "Click a point on the chart to pick its call. New messages since the agent's previous call are marked.")),
     contextError ? errorBox(contextError) : null,
     context ? contextList(context, "session-context") : contextCall !== null ? h("div.muted", {}, "Reading the context…") : null,
   );
   if (s.calls > 0) {
-    const names = d.agents.map((a) => a.name);
-    chart = new Chart(chartHost, {
-      title: "Calls: recorded context vs estimate (tokens per call)",
-      yLabel: "tokens",
-      x: d.calls.agent.map((_, i) => i),
-      lines: [
-        { label: "recorded context", values: d.calls.recorded_context },
-        { label: "estimate", values: d.calls.estimate, dash: [4, 3] },
-      ],
-      markers: d.compactions.filter((c) => c.call !== null).map((c) => ({ call: c.call as number, label: `recorded ${c.trigger}` })),
-      thresholds: [],
-      hover: (i) =>
-        `<div><b>call ${fmtInt(i)}</b> · ${esc(names[d.calls.agent[i]] ?? "")}</div>` +
-        `<div>recorded ${fmtInt(d.calls.recorded_context[i])} in / ${fmtInt(d.calls.recorded_output[i])} out</div>` +
-        `<div>estimate ${fmtInt(d.calls.estimate[i])}</div>`,
-      onPick: (i) => void loadContext(d, i, rerender),
-      onDrawn: () => {
-        // Once on screen (the frame after uPlot's draw), tell the startup bench.
-        void store.benchStartup.then((listening) => {
-          if (!listening || chartReported) return;
-          chartReported = true;
-          requestAnimationFrame(() => requestAnimationFrame(() => void api.startupMark("chart")));
-        });
-      },
+    chart = drawSessionChart(chartHost, d, (i) => void loadContext(d, i, rerender), () => {
+      // Once on screen (the frame after uPlot's draw), tell the startup bench.
+      void store.benchStartup.then((listening) => {
+        if (!listening || chartReported) return;
+        chartReported = true;
+        requestAnimationFrame(() => requestAnimationFrame(() => void api.startupMark("chart")));
+      });
     });
   }
 }
