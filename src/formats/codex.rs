@@ -42,11 +42,13 @@ struct Line<'a> {
     payload: Option<Payload<'a>>,
 }
 
-/// Every payload shape in one flat struct: each line fills the fields its type has.
+/// Every payload shape in one flat struct: each line fills the fields its type has. The
+/// response_item fields are also what an OpenAI Responses request's `input` items hold (the HTTP
+/// capture reader reads those with this struct).
 #[derive(Deserialize)]
-struct Payload<'a> {
+pub(crate) struct Payload<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    pub(crate) kind: Option<Cow<'a, str>>,
     // session_meta
     #[serde(default)]
     id: LenientStr,
@@ -60,23 +62,23 @@ struct Payload<'a> {
     model: LenientStr,
     // response_item: message / reasoning / calls / outputs
     #[serde(default)]
-    role: LenientStr,
+    pub(crate) role: LenientStr,
     #[serde(borrow, default)]
-    content: StrOrBlocks<Item<'a>>,
+    pub(crate) content: StrOrBlocks<Item<'a>>,
     #[serde(default)]
-    summary: StrOrBlocks<Item<'a>>,
+    pub(crate) summary: StrOrBlocks<Item<'a>>,
     #[serde(default)]
-    name: LenientStr,
+    pub(crate) name: LenientStr,
     #[serde(default)]
-    arguments: LenientStr,
+    pub(crate) arguments: LenientStr,
     #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
+    pub(crate) input: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    action: Option<&'a RawValue>,
+    pub(crate) action: Option<&'a RawValue>,
     #[serde(default)]
-    call_id: LenientStr,
+    pub(crate) call_id: LenientStr,
     #[serde(borrow, default)]
-    output: Option<&'a RawValue>,
+    pub(crate) output: Option<&'a RawValue>,
     // event_msg token_count
     #[serde(default)]
     info: Option<TokenInfo>,

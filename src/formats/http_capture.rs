@@ -29,6 +29,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::claude_code::{push_blocks, user_role, ApiUsage, Block};
+use super::codex::Payload;
 use super::de::{bad_usage, base64_len, Count, LenientStr, StrOrBlocks};
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::openai::{convert as openai_convert, OaMessage, OaUsage};
@@ -573,7 +574,7 @@ fn openai_stream(lines: &[String], x: &mut Exchange) {
 // ---- OpenAI Responses ----------------------------------------------------------------------
 //
 // The request's `input` is a list of items, the same items a Codex rollout records as
-// `response_item`s (codex.rs reads their contents with the same helpers): messages, the model's
+// `response_item`s (read into codex.rs's `Payload`, their contents with its helpers): messages, the model's
 // reasoning (summary text; its encrypted content is not readable), tool calls and their outputs.
 // `instructions` is the system prompt, outside the items as Anthropic's `system` is. A stream
 // ends with `response.completed`, which carries the whole response.
@@ -585,44 +586,20 @@ struct RsRequest<'a> {
     #[serde(default)]
     instructions: LenientStr,
     #[serde(borrow, default)]
-    input: StrOrBlocks<RsItem<'a>>,
+    input: StrOrBlocks<Payload<'a>>,
     #[serde(default)]
     tools: Vec<NamedTool>,
 }
 
-#[derive(Deserialize)]
-struct RsItem<'a> {
-    #[serde(rename = "type", default)]
-    kind: LenientStr,
-    #[serde(default)]
-    role: LenientStr,
-    #[serde(borrow, default)]
-    content: StrOrBlocks<super::codex::Item<'a>>,
-    #[serde(borrow, default)]
-    summary: StrOrBlocks<super::codex::Item<'a>>,
-    #[serde(default)]
-    name: LenientStr,
-    #[serde(default)]
-    arguments: LenientStr,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    action: Option<&'a RawValue>,
-    #[serde(default)]
-    call_id: LenientStr,
-    #[serde(borrow, default)]
-    output: Option<&'a RawValue>,
-}
-
 /// Appends one item to `messages`: the model's items (reasoning, text, tool calls) join the
 /// assistant message they follow, as one reply.
-fn responses_item(item: RsItem<'_>, messages: &mut Vec<(Role, Vec<Part>)>) {
-    let kind = item.kind.0.unwrap_or_else(|| "message".into());
+fn responses_item(item: Payload<'_>, messages: &mut Vec<(Role, Vec<Part>)>) {
+    let kind = item.kind.unwrap_or(std::borrow::Cow::Borrowed("message"));
     let reply = |part: Part, messages: &mut Vec<(Role, Vec<Part>)>| match messages.last_mut() {
         Some((Role::Assistant, parts)) => parts.push(part),
         _ => messages.push((Role::Assistant, vec![part])),
     };
-    match kind.as_str() {
+    match kind.as_ref() {
         "message" => {
             let role = match item.role.0.as_deref() {
                 Some("assistant") => Role::Assistant,
@@ -699,7 +676,7 @@ struct RsResponse<'a> {
     #[serde(default)]
     model: LenientStr,
     #[serde(borrow, default)]
-    output: Vec<RsItem<'a>>,
+    output: Vec<Payload<'a>>,
     #[serde(default)]
     usage: Option<RsUsage>,
 }
