@@ -337,6 +337,13 @@ impl std::fmt::Display for Warning {
 }
 
 impl Session {
+    /// The model a call was made with: its own, else its agent's (what it is priced by).
+    pub fn call_model<'a>(&'a self, call: &'a Call) -> Option<&'a str> {
+        call.model
+            .as_deref()
+            .or_else(|| self.agents.get(call.agent).and_then(|a| a.model.as_deref()))
+    }
+
     /// Index of the agent with this id, creating it (with `name = id`) when new.
     pub fn agent_index(&mut self, id: &str) -> AgentIdx {
         if let Some(i) = self.agents.iter().position(|a| a.id == id) {

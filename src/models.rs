@@ -15,7 +15,7 @@
 use crate::error::{Error, Result};
 use crate::model::Session;
 use crate::replay::pricing::File;
-use crate::replay::{MatchKind, ModelInfo, ModelTable};
+use crate::replay::{unpriced_notice, MatchKind, ModelInfo, ModelTable, Unpriced};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,11 +44,7 @@ pub fn log_models(sessions: &[Session], table: &ModelTable) -> Vec<LogModel> {
     let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
     for s in sessions {
         for c in &s.calls {
-            let m = c
-                .model
-                .as_deref()
-                .or_else(|| s.agents.get(c.agent).and_then(|a| a.model.as_deref()));
-            if let Some(m) = m {
+            if let Some(m) = s.call_model(c) {
                 *calls.entry(m).or_default() += 1;
             }
         }
@@ -74,6 +70,100 @@ pub fn log_models(sessions: &[Session], table: &ModelTable) -> Vec<LogModel> {
         .collect();
     out.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.name.cmp(&b.name)));
     out
+}
+
+/// What the model table makes of one session, as a view of the log shows it before any replay:
+/// the cost of the usage the log recorded, which calls that cost leaves out (unpriced models),
+/// the budget figures that had to be assumed and from where, and the tool's own recorded cost
+/// beside ctxlab's price of the same calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionPricing {
+    /// The models the session names, most calls first (`log_models`).
+    pub models: Vec<LogModel>,
+    /// ctxlab's price of the recorded usage of the priced calls, USD.
+    pub recorded_usd: f64,
+    /// Calls with recorded usage that were priced.
+    pub priced_calls: u64,
+    /// Calls left out of the cost, by model (`Cost::unpriced`'s twin: the same calls a replay
+    /// leaves out).
+    pub unpriced: Vec<Unpriced>,
+    /// The budget a replay would take (`replay::resolve_limits`): each figure assumed or taken
+    /// from the log, with where from; `budget_error` when it cannot be assumed either.
+    pub assumed: Vec<String>,
+    pub budget_error: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output: Option<u64>,
+    /// What the tool recorded as the cost of the priced calls that carry one, and ctxlab's
+    /// price of the same calls (`RecordedMetrics::tool_cost_*`).
+    pub tool_cost_calls: u64,
+    pub tool_cost_usd: f64,
+    pub cost_usd_on_tool_calls: f64,
+}
+
+impl SessionPricing {
+    /// The "cost excludes …" notice (`replay::unpriced_notice`), `None` when every call is priced.
+    pub fn notice(&self) -> Option<String> {
+        unpriced_notice(&self.unpriced)
+    }
+}
+
+/// Prices the usage `session` recorded with `table` (each call by its own model, else its
+/// agent's: `Session::call_model`; never another model's price), and resolves its budget.
+pub fn session_pricing(session: &Session, table: &ModelTable) -> SessionPricing {
+    let tool: BTreeMap<usize, f64> = session
+        .recorded_costs
+        .iter()
+        .map(|c| (c.call, c.usd))
+        .collect();
+    let mut p = SessionPricing {
+        models: log_models(std::slice::from_ref(session), table),
+        recorded_usd: 0.0,
+        priced_calls: 0,
+        unpriced: Vec::new(),
+        assumed: Vec::new(),
+        budget_error: None,
+        context_window: None,
+        max_output: None,
+        tool_cost_calls: 0,
+        tool_cost_usd: 0.0,
+        cost_usd_on_tool_calls: 0.0,
+    };
+    let mut unpriced: BTreeMap<&str, u64> = BTreeMap::new();
+    for (i, c) in session.calls.iter().enumerate() {
+        let model = session.call_model(c);
+        match model.and_then(|m| table.price(m)) {
+            None => *unpriced.entry(model.unwrap_or("")).or_default() += 1,
+            Some(price) => {
+                let Some(u) = c.usage else { continue };
+                let usd = price.usage_cost(&u);
+                p.recorded_usd += usd;
+                p.priced_calls += 1;
+                if let Some(t) = tool.get(&i) {
+                    p.tool_cost_calls += 1;
+                    p.tool_cost_usd += t;
+                    p.cost_usd_on_tool_calls += usd;
+                }
+            }
+        }
+    }
+    p.unpriced = unpriced
+        .into_iter()
+        .map(|(model, calls)| Unpriced {
+            model: model.to_string(),
+            calls,
+        })
+        .collect();
+    p.unpriced
+        .sort_by(|a, b| b.calls.cmp(&a.calls).then(a.model.cmp(&b.model)));
+    match crate::replay::resolve_limits(session, table) {
+        Ok(l) => {
+            p.assumed = l.assumed;
+            p.context_window = Some(l.budget.context_window);
+            p.max_output = Some(l.budget.max_output);
+        }
+        Err(e) => p.budget_error = Some(e.to_string()),
+    }
+    p
 }
 
 /// What an import did to the user's file.

@@ -201,13 +201,7 @@ impl<'s, 'o> Engine<'s, 'o> {
     /// neither the call nor its agent names a model).
     fn price(&self, call: &'s crate::model::Call) -> std::result::Result<Price, &'s str> {
         let session: &'s Session = self.session;
-        let model = call.model.as_deref().or_else(|| {
-            session
-                .agents
-                .get(call.agent)
-                .and_then(|a| a.model.as_deref())
-        });
-        match model {
+        match session.call_model(call) {
             Some(m) => self.prices.get(m).copied().flatten().ok_or(m),
             None => Err(""),
         }

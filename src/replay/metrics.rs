@@ -284,13 +284,7 @@ impl Tally {
             r.peak_context = r.peak_context.max(ctx);
             r.predicted_cache_read_tokens += s.cache_read;
             if let Some(p) = price {
-                let usd = p.cost(
-                    u.input,
-                    u.cache_read,
-                    u.cache_write_5m,
-                    u.output,
-                    CacheTtl::FiveMinutes,
-                ) + p.cost(0, 0, u.cache_write_1h, 0, CacheTtl::OneHour);
+                let usd = p.usage_cost(&u);
                 r.cost_usd += usd;
                 if let Some(t) = tool_cost {
                     r.tool_cost_calls += 1;

@@ -97,6 +97,18 @@ impl Price {
             + output as f64 * self.output)
             / 1e6
     }
+
+    /// USD of a call's recorded usage: its uncached input, cache reads, 5-minute and 1-hour
+    /// cache writes and output, each at its own price.
+    pub fn usage_cost(&self, u: &crate::model::Usage) -> f64 {
+        self.cost(
+            u.input,
+            u.cache_read,
+            u.cache_write_5m,
+            u.output,
+            CacheTtl::FiveMinutes,
+        ) + self.cost(0, 0, u.cache_write_1h, 0, CacheTtl::OneHour)
+    }
 }
 
 impl ModelInfo {
