@@ -49,7 +49,7 @@ done
 
 status=0
 CTXLAB_APP="$app" WEBDRIVER_URL="http://127.0.0.1:$port" SHOTS="$root/target/e2e-shots" REAL_LOGS="$real_logs" \
-  node --test --test-reporter=spec "${E2E_DIR:-$root/ui/e2e/}" || status=$?
+  node --test --test-concurrency=1 --test-reporter=spec "${E2E_DIR:-$root/ui/e2e/}" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- tauri-driver log ---" >&2
   tail -50 "$work/driver.log" >&2 || true

@@ -14,6 +14,8 @@ const COMMANDS: &[&str] = &[
     "open_path",
     "close_session",
     "session_detail",
+    "session_pricing",
+    "import_price_list",
     "context_at",
     "composition",
     "replay",

@@ -137,10 +137,21 @@ fn spec(state: &AppState, s: &StrategyRequest) -> AppResult<StrategySpec> {
     })
 }
 
+/// The model table every figure of the app is priced and sized with: the user's own
+/// `models.toml` (where *Import a price list* writes) over the built-in table, as the CLI reads
+/// it. Read at each use, so an import counts from the next figure on.
+fn models() -> AppResult<replay::ModelTable> {
+    Ok(replay::ModelTable::load(None)?)
+}
+
 /// The budget asked for, the log model's filling what is not given. `None` lets the engine
-/// resolve it (and name what is missing).
-fn budget(session: &ctxlab::model::Session, b: &BudgetRequest) -> Option<Budget> {
-    let model = replay::resolve_budget(session, None, &replay::ModelTable::builtin()).ok();
+/// resolve it (and name what is missing, or what it assumed).
+fn budget(
+    session: &ctxlab::model::Session,
+    b: &BudgetRequest,
+    table: &replay::ModelTable,
+) -> Option<Budget> {
+    let model = replay::resolve_budget(session, None, table).ok();
     let window = b.context_window.or(model.map(|m| m.context_window))?;
     Some(Budget {
         context_window: window,
@@ -149,20 +160,24 @@ fn budget(session: &ctxlab::model::Session, b: &BudgetRequest) -> Option<Budget>
     })
 }
 
-/// How to replay `session`: the counter, the budget asked for, the calibration when asked.
+/// How to replay `session`: the counter, the budget asked for (what is not given comes from the
+/// model table, or is assumed from the log and said so), the calibration when asked — the
+/// CLI's rules (`ctxlab::compare::Settings`), over the user's model table.
 fn options<'a>(
     session: &ctxlab::model::Session,
     counter: Option<&str>,
     b: &BudgetRequest,
     calibrate: bool,
 ) -> AppResult<ReplayOptions<'a>> {
-    let counter = tokens::counter(counter.unwrap_or(DEFAULT_COUNTER))?;
-    let mut o = ReplayOptions::new(counter.clone());
-    o.budget = budget(session, b);
-    o.calibration = calibrate
-        .then(|| tokens::calibrate_session(session, counter.as_ref()))
-        .flatten();
-    Ok(o)
+    let settings = ctxlab::compare::Settings {
+        counter: counter.unwrap_or(DEFAULT_COUNTER).to_string(),
+        window: b.context_window,
+        max_output: b.max_output,
+        reserve: b.reserve.unwrap_or(0),
+        calibrate,
+        ..Default::default()
+    };
+    Ok(settings.options(session)?)
 }
 
 #[tauri::command]
@@ -199,9 +214,7 @@ pub async fn replay(
                     total,
                 });
             };
-            let mut opts = ReplayOptions::new(base.counter.clone());
-            opts.budget = base.budget;
-            opts.calibration = base.calibration.clone();
+            let mut opts = base.side_by_side();
             opts.cancel = Some(&*cancel as &AtomicBool);
             opts.progress = Some(&progress);
             out.push(RunView::of(&replay::run(&session, spec, &opts)?));
@@ -215,6 +228,37 @@ pub async fn replay(
     .await;
     state.end_job(request.job);
     result
+}
+
+/// What the model table makes of the open session: its models priced or not, the cost of its
+/// recorded usage and what that cost leaves out, the budget assumed and from where
+/// (`ctxlab::models::session_pricing`).
+#[tauri::command]
+pub async fn session_pricing(state: State<'_, AppState>, key: u32) -> AppResult<PricingView> {
+    let (session, _) = state.get(key)?;
+    blocking(move || {
+        let table = models()?;
+        Ok(PricingView::of(
+            &ctxlab::models::session_pricing(&session, &table),
+            &table,
+        ))
+    })
+    .await
+}
+
+/// Merges a LiteLLM price list (`model_prices_and_context_window.json`) into the user's
+/// `models.toml`, as `ctxlab models import FILE` does (`ctxlab::models::import_litellm`: new
+/// models added, entries of an earlier import updated, the user's own entries kept).
+#[tauri::command]
+pub async fn import_price_list(path: String) -> AppResult<ImportView> {
+    blocking(move || {
+        let into = replay::ModelTable::user_path().ok_or_else(|| {
+            Error::Invalid("this system has no user data folder to keep a models.toml in".into())
+        })?;
+        let r = ctxlab::models::import_litellm(&PathBuf::from(path), &into, false)?;
+        Ok(ImportView::from(&r))
+    })
+    .await
 }
 
 /// Sweeps a strategy's parameters over the grid (`ctxlab::tune`): every set's cost and recall,
@@ -328,7 +372,7 @@ pub async fn follow<R: tauri::Runtime>(
     let Some(stop) = app.state::<AppState>().start_follow(key) else {
         return Ok(()); // followed already
     };
-    let models = replay::ModelTable::builtin();
+    let models = models()?;
     let counter = tokens::counter(&app.state::<AppState>().get(key)?.1.counter)?;
     // Each poll counts only the messages it brought (`LiveCounts`); this first count is the
     // log as the follower read it now.
@@ -442,7 +486,8 @@ pub async fn context_at(
                 ))
             })?
             .agent;
-        let budget = budget(&session, &budget_request.unwrap_or_default()).or(
+        let table = models()?;
+        let budget = budget(&session, &budget_request.unwrap_or_default(), &table).or(
             // Baselines ask nothing of the budget: let them show a log whose model is unknown.
             matches!(spec, StrategySpec::None | StrategySpec::Recorded).then_some(Budget {
                 context_window: u64::MAX,
@@ -453,6 +498,7 @@ pub async fn context_at(
         let calibration = tokens::calibrate_session(&session, counter.as_ref());
         let kept_at = |c: usize| -> AppResult<Vec<replay::KeptMessage>> {
             let mut o = ReplayOptions::new(counter.clone());
+            o.models = table.clone();
             o.budget = budget;
             o.calibration = calibration.clone();
             o.stop_at_call = Some(c);

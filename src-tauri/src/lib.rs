@@ -39,6 +39,8 @@ pub fn setup_with<R: tauri::Runtime>(
             commands::open_path,
             commands::close_session,
             commands::session_detail,
+            commands::session_pricing,
+            commands::import_price_list,
             commands::context_at,
             commands::composition,
             commands::replay,

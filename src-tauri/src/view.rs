@@ -7,8 +7,9 @@
 use ctxlab::discover::FoundLog;
 use ctxlab::inspect::SessionReport;
 use ctxlab::model::{Part, Session};
+use ctxlab::models::{ImportReport, SessionPricing};
 use ctxlab::plugin_host::{Refusal, StrategyEntry};
-use ctxlab::replay::{KeptMessage, KeptState, Run};
+use ctxlab::replay::{KeptMessage, KeptState, ModelTable, Run};
 use ctxlab::store::{SessionRecord, SourceStatus};
 use ctxlab::tokens::Calibration;
 use ctxlab::tune::{CompactionPoint, TuneResult};
@@ -87,6 +88,9 @@ pub struct SessionSummary {
     pub stored: Option<i64>,
     pub id: String,
     pub title: Option<String>,
+    /// What the session is shown by (`ctxlab::naming::display_name`): never a bare UUID when the
+    /// log has a prompt or a project folder.
+    pub name: String,
     pub format: String,
     pub path: String,
     pub bytes: u64,
@@ -112,6 +116,9 @@ pub struct StoredSession {
     pub id: i64,
     pub session_key: String,
     pub title: Option<String>,
+    /// What the session is shown by: the name the library recorded (`display_name` at import),
+    /// else its id.
+    pub name: String,
     pub format: String,
     /// The main log file.
     pub path: String,
@@ -510,6 +517,66 @@ pub struct RunView {
     pub thresholds: Vec<ThresholdView>,
     pub gauges: Vec<GaugeView>,
     pub metrics: MetricsView,
+    /// "cost excludes N calls of MODEL: no price …" when the cost leaves calls out
+    /// (`Cost::notice`), shown wherever the cost is.
+    pub cost_notice: Option<String>,
+    /// The budget figures assumed or taken from the log, and from where (`Run::budget_assumed`).
+    pub budget_assumed: Vec<String>,
+}
+
+/// A model the session names, and what the model table makes of it (`ctxlab::models::LogModel`).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ModelPriceView {
+    pub name: String,
+    pub calls: u64,
+    /// The table entry it resolved to, and how: `id`, `alias` or `suffix` (a date or version
+    /// suffix stripped).
+    pub entry: Option<String>,
+    pub matched_by: Option<String>,
+    pub priced: bool,
+    pub window_known: bool,
+}
+
+/// What the model table makes of the open session (`ctxlab::models::session_pricing`): the
+/// Session view's cost, its notice, the unpriced models and the assumed budget.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct PricingView {
+    /// The user's own table (where *Import a price list* writes), when it exists.
+    pub user_table: Option<String>,
+    /// Where the user's table would be: the import's target.
+    pub user_table_path: Option<String>,
+    pub table_date: Option<String>,
+    pub builtin_date: Option<String>,
+    pub models: Vec<ModelPriceView>,
+    /// ctxlab's price of the recorded usage of the priced calls, USD.
+    pub recorded_usd: f64,
+    pub priced_calls: u64,
+    pub unpriced_calls: u64,
+    /// "cost excludes …" (`SessionPricing::notice`).
+    pub notice: Option<String>,
+    pub assumed: Vec<String>,
+    pub budget_error: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output: Option<u64>,
+    pub tool_cost_calls: u64,
+    pub tool_cost_usd: f64,
+    pub cost_usd_on_tool_calls: f64,
+}
+
+/// What importing a LiteLLM price list did (`ctxlab::models::ImportReport`).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ImportView {
+    pub from: String,
+    pub into: String,
+    pub read: usize,
+    pub skipped: usize,
+    pub added: Vec<String>,
+    /// `id: change, change` for entries of an earlier import that changed.
+    pub updated: Vec<String>,
+    /// The user's own entries the list differs from, kept.
+    pub kept: Vec<String>,
+    pub unchanged: usize,
+    pub warnings: Vec<String>,
 }
 
 /// One swept parameter and the values it takes.
@@ -702,6 +769,7 @@ impl StoredSession {
             id: r.id,
             session_key: r.session_key.clone(),
             title: r.title.clone(),
+            name: r.title.clone().unwrap_or_else(|| r.session_key.clone()),
             format: r.format.clone(),
             path: r
                 .files
@@ -730,6 +798,7 @@ impl SessionSummary {
             stored,
             id: s.id.clone(),
             title: s.title.clone(),
+            name: ctxlab::naming::display_name(s),
             format: s.source.format.clone(),
             path: s.source.files.first().cloned().unwrap_or_default(),
             bytes: s.source.bytes,
@@ -1013,6 +1082,71 @@ impl RunView {
                 fidelity_mean_ape: run.recorded.as_ref().map(|r| r.input_mean_ape),
                 fidelity_p95_ape: run.recorded.as_ref().map(|r| r.input_p95_ape),
             },
+            cost_notice: m.cost.notice(),
+            budget_assumed: run.budget_assumed.clone(),
+        }
+    }
+}
+
+impl PricingView {
+    pub fn of(p: &SessionPricing, table: &ModelTable) -> PricingView {
+        use ctxlab::replay::MatchKind;
+        PricingView {
+            user_table: table.path.as_ref().map(|p| p.display().to_string()),
+            user_table_path: ModelTable::user_path().map(|p| p.display().to_string()),
+            table_date: table.date.clone(),
+            builtin_date: table.builtin_date.clone(),
+            models: p
+                .models
+                .iter()
+                .map(|m| ModelPriceView {
+                    name: m.name.clone(),
+                    calls: m.calls,
+                    entry: m.entry.clone(),
+                    matched_by: m.by.as_ref().map(|b| {
+                        match b {
+                            MatchKind::Id => "id",
+                            MatchKind::Alias => "alias",
+                            MatchKind::Suffix(_) => "suffix",
+                        }
+                        .to_string()
+                    }),
+                    priced: m.priced,
+                    window_known: m.window_known,
+                })
+                .collect(),
+            recorded_usd: p.recorded_usd,
+            priced_calls: p.priced_calls,
+            unpriced_calls: p.unpriced.iter().map(|u| u.calls).sum(),
+            notice: p.notice(),
+            assumed: p.assumed.clone(),
+            budget_error: p.budget_error.clone(),
+            context_window: p.context_window,
+            max_output: p.max_output,
+            tool_cost_calls: p.tool_cost_calls,
+            tool_cost_usd: p.tool_cost_usd,
+            cost_usd_on_tool_calls: p.cost_usd_on_tool_calls,
+        }
+    }
+}
+
+impl From<&ImportReport> for ImportView {
+    fn from(r: &ImportReport) -> Self {
+        let changes = |l: &[(String, Vec<String>)]| -> Vec<String> {
+            l.iter()
+                .map(|(id, d)| format!("{id}: {}", d.join(", ")))
+                .collect()
+        };
+        ImportView {
+            from: r.from.display().to_string(),
+            into: r.into.display().to_string(),
+            read: r.read,
+            skipped: r.skipped,
+            added: r.added.clone(),
+            updated: changes(&r.updated),
+            kept: changes(&r.kept),
+            unchanged: r.unchanged,
+            warnings: r.warnings.clone(),
         }
     }
 }

@@ -50,6 +50,8 @@ fn committed_bindings_match_the_rust_types() {
     export::<ReplayRequest>(&cfg);
     export::<Progress>(&cfg);
     export::<RunView>(&cfg);
+    export::<PricingView>(&cfg);
+    export::<ImportView>(&cfg);
     export::<LiveUpdate>(&cfg);
     export::<TuneRequest>(&cfg);
     export::<TuneProgress>(&cfg);

@@ -662,3 +662,64 @@ fn follows_a_log_while_it_is_written() {
         "{e}"
     );
 }
+
+/// Issue #20 in the app: the Session view's pricing and a replay's cost carry the same "cost
+/// excludes" notice for a model the table does not price; the import names a file it cannot
+/// read (a successful import writes the user's models.toml: the e2e test does it, in a home of
+/// its own). Issue #21: a log without a title is named by its prompt and folder.
+#[test]
+fn prices_a_session_says_what_its_cost_leaves_out_and_names_it() {
+    let a = app();
+    let key = a.open("mini-swe-agent_yudai/last_mini_run.traj.json");
+    let p = a.ok("session_pricing", json!({ "key": key }));
+    let notice = p["notice"].as_str().expect("a notice").to_string();
+    assert!(
+        notice.starts_with("cost excludes ")
+            && notice.contains(" calls of x-ai/grok-4-fast: no price"),
+        "{notice}"
+    );
+    let m = &p["models"][0];
+    assert_eq!(
+        (m["name"].as_str(), m["priced"].as_bool()),
+        (Some("x-ai/grok-4-fast"), Some(false))
+    );
+    assert!(p["assumed"][0].as_str().unwrap().contains("assumed"), "{p}");
+    let runs = a.ok(
+        "replay",
+        json!({
+            "request": {
+                "session": key,
+                "strategies": [{ "id": "none", "params": {} }],
+                "counter": null,
+                "budget": { "context_window": null, "max_output": null, "reserve": null },
+                "calibrate": true,
+                "job": 21
+            },
+            "onProgress": "__CHANNEL__:21"
+        }),
+    );
+    assert_eq!(runs[0]["cost_notice"].as_str(), Some(notice.as_str()));
+    assert_eq!(runs[0]["budget_assumed"], p["assumed"]);
+
+    let e = a
+        .invoke(
+            "import_price_list",
+            json!({ "path": "/no/such/prices.json" }),
+        )
+        .unwrap_err();
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such/prices.json"),
+        "{e}"
+    );
+
+    let r = a.ok(
+        "open_path",
+        json!({ "path": real_log("codex-cli_raze/codex-session.jsonl") }),
+    );
+    let name = r["sessions"][0]["name"].as_str().unwrap();
+    assert!(name.ends_with(" · agno"), "{name}");
+    assert_ne!(name, r["sessions"][0]["id"].as_str().unwrap());
+}

@@ -15,6 +15,8 @@ import type { ReplayRequest } from "./bindings/ReplayRequest";
 import type { RunView } from "./bindings/RunView";
 import type { SessionDetail } from "./bindings/SessionDetail";
 import type { CompactionPointView } from "./bindings/CompactionPointView";
+import type { ImportView } from "./bindings/ImportView";
+import type { PricingView } from "./bindings/PricingView";
 import type { LiveUpdate } from "./bindings/LiveUpdate";
 import type { TuneProgress } from "./bindings/TuneProgress";
 import type { TuneRequest } from "./bindings/TuneRequest";
@@ -49,6 +51,10 @@ export const api = {
   closeSession: (key: number) => call<boolean>("close_session", { key }),
   sessionDetail: (key: number) => call<SessionDetail>("session_detail", { key }),
   composition: (key: number) => call<CompositionView>("composition", { key }),
+  /** What the model table makes of the session: cost, unpriced models, assumed budget. */
+  sessionPricing: (key: number) => call<PricingView>("session_pricing", { key }),
+  /** Merges a LiteLLM price list into the user's models.toml (`ctxlab models import`). */
+  importPriceList: (path: string) => call<ImportView>("import_price_list", { path }),
   contextAt: (key: number, callIndex: number, strategy: StrategyRequest, counter: string | null, budget: BudgetRequest | null) =>
     call<ContextView>("context_at", { key, call: callIndex, strategy, counter, budgetRequest: budget }),
   replay: (request: ReplayRequest, onProgress: (p: Progress) => void) => {

@@ -66,7 +66,7 @@ function render() {
           "select.session-pick",
           { title: "Current session", onchange: (e: Event) => void selectSession(Number((e.target as HTMLSelectElement).value)) },
           store.current === null ? h("option", {}, "— session —") : null,
-          store.library.sessions.map((s) => h("option", { value: String(s.key), selected: s.key === store.current }, s.title ?? s.id)),
+          store.library.sessions.map((s) => h("option", { value: String(s.key), selected: s.key === store.current, title: s.id }, s.name)),
         )
       : null,
     h("button.ghost", { onclick: toggleTheme, title: "Ctrl+Shift+L", testid: "theme" }, theme() === "dark" ? "☀ Light" : "☾ Dark"),

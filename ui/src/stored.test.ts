@@ -3,7 +3,7 @@ import type { StoredSession } from "./bindings/StoredSession";
 import { storedNote } from "./stored";
 
 const base: StoredSession = {
-  id: 1, session_key: "s", title: null, format: "claude-code", path: "/logs/a.jsonl", bytes: 10, agents: 1, calls: 2,
+  id: 1, session_key: "s", title: null, name: "s", format: "claude-code", path: "/logs/a.jsonl", bytes: 10, agents: 1, calls: 2,
   compactions: 0, model: null, usage_only: false, imported_at: 0, runs: 0, status: "unchanged", problem: null, open: null,
 };
 

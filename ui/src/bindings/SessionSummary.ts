@@ -12,7 +12,12 @@ key: number,
 /**
  * Its row in the library (`None` when the library could not be opened).
  */
-stored: number | null, id: string, title: string | null, format: string, path: string, bytes: number, agents: number, calls: number, messages: number, compactions: number, 
+stored: number | null, id: string, title: string | null, 
+/**
+ * What the session is shown by (`ctxlab::naming::display_name`): never a bare UUID when the
+ * log has a prompt or a project folder.
+ */
+name: string, format: string, path: string, bytes: number, agents: number, calls: number, messages: number, compactions: number, 
 /**
  * Recorded context tokens summed over calls.
  */

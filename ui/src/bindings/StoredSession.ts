@@ -3,7 +3,12 @@
 /**
  * A session of the library (opened before, maybe in an earlier run of the app).
  */
-export type StoredSession = { id: number, session_key: string, title: string | null, format: string, 
+export type StoredSession = { id: number, session_key: string, title: string | null, 
+/**
+ * What the session is shown by: the name the library recorded (`display_name` at import),
+ * else its id.
+ */
+name: string, format: string, 
 /**
  * The main log file.
  */

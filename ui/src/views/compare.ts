@@ -15,6 +15,7 @@ import { clear, empty, errorBox, esc, h } from "../dom";
 import { collectParams, fieldOf } from "../form";
 import { fmtDelta, fmtInt, fmtPct, fmtShare, fmtUsd } from "../format";
 import { changed, type Selection, store } from "../store";
+import { compareNotes } from "./pricing";
 import { contextList } from "./session";
 
 let charts: Chart[] = [];
@@ -391,6 +392,7 @@ export function renderCompare(root: HTMLElement) {
         chartsHost,
         runs.length ? h("h3", {}, "Metrics") : null,
         runs.length ? metricsTable(runs) : null,
+        runs.length ? compareNotes(runs) : null,
         runs.length ? h("h3", {}, "What did each strategy keep at call N") : null,
         runs.length ? h("div.toolbar", {}, "Call ", keptInput, h("button", { onclick: () => void loadKept(), testid: "show-kept" }, "Show side by side"), h("span.muted.small", {}, "or click a point on a chart")) : null,
         keptError ? errorBox(keptError) : null,

@@ -54,7 +54,7 @@ async function openStored(s: StoredSession) {
     store.library = await api.library();
     await refreshStored();
     await selectSession(opened.key);
-    store.status = `Opened ${s.title ?? s.session_key} from the library`;
+    store.status = `Opened ${s.name} from the library`;
     go("session");
   } catch (e) {
     store.openErrors = [e as { code: string; message: string }, ...store.openErrors];
@@ -116,7 +116,7 @@ export function renderLibrary(root: HTMLElement) {
             h(
               "tr",
               { class: s.key === store.current ? "selected clickable" : "clickable", onclick: () => void selectSession(s.key).then(() => go("session")) },
-              h("td", { title: s.path }, h("div", {}, s.title ?? s.id), h("div.muted.small", {}, s.path)),
+              h("td", { title: s.path }, h("div", { title: s.id }, s.name), h("div.muted.small", {}, s.path)),
               h("td", {}, s.format, s.usage_only ? h("span.badge", { title: "Token counts without text: it charts, it cannot be replayed" }, "usage only") : null, s.estimate_only ? h("span.badge", { title: "Output tokens only: every input count is ctxlab's estimate, uncalibrated" }, "estimate only") : null),
               h("td.num", {}, fmtInt(s.agents)),
               h("td.num", {}, fmtInt(s.calls)),
@@ -167,7 +167,7 @@ export function renderLibrary(root: HTMLElement) {
             return h(
               "tr",
               { class: note.openable ? "clickable" : "unavailable", title: note.hint, onclick: note.openable ? () => void openStored(s) : undefined },
-              h("td", { title: s.path }, h("div", {}, s.title ?? s.session_key), h("div.muted.small", {}, s.path)),
+              h("td", { title: s.path }, h("div", { title: s.session_key }, s.name), h("div.muted.small", {}, s.path)),
               h("td", {}, s.format, s.usage_only ? h("span.badge", {}, "usage only") : null),
               h("td.num", {}, fmtInt(s.agents)),
               h("td.num", {}, fmtInt(s.calls)),

@@ -13,6 +13,7 @@ import { changed, store } from "../store";
 import { compositionPanel } from "./composition";
 import { refreshStored } from "./library";
 import { drawSessionChart } from "./sessionchart";
+import { invalidatePricing, pricingSection } from "./pricing";
 
 let chart: Chart | null = null;
 let contextCall: number | null = null;
@@ -34,6 +35,7 @@ function refreshSoon(key: number, delay = 1500) {
     try {
       const fresh = await api.sessionDetail(key);
       if (store.detail?.summary.key === key) store.detail = fresh;
+      invalidatePricing();
       store.library = await api.library();
     } catch {
       // Closed meanwhile: nothing to refresh.
@@ -191,7 +193,7 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
       h(
         "div.toolbar",
         {},
-        h("h2", {}, s.title ?? s.id),
+        h("h2", { title: s.id }, s.name),
         h(
           "button",
           { onclick: () => void toggleFollow(s.key), testid: "follow-toggle", title: "Follow the log while an agent writes it: new calls appear on the chart as they are appended" },
@@ -206,6 +208,8 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
     s.warning_count ? h("details.warnings", {}, h("summary", {}, `${fmtInt(s.warning_count)} line${s.warning_count === 1 ? "" : "s"} could not be read`), s.warnings.map((w) => h("div.small", {}, `${w.file}:${w.line}: ${w.message}`))) : null,
     h("h3", {}, "Agents"),
     agents,
+    h("h3", {}, "Cost and budget"),
+    pricingSection(s.key),
     chartHost,
     d.compactions.length
       ? h("div.small.muted", {}, `Recorded compactions: ${d.compactions.map((c) => `${d.agents[c.agent]?.name ?? c.agent} at call ${c.call === null ? "?" : fmtInt(c.call)} (${c.trigger}${c.pre_tokens !== null ? `, ${fmtInt(c.pre_tokens)} tokens before` : ""}${c.inferred ? ", inferred" : ""})`).join("; ")}`)
