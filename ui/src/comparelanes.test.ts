@@ -34,6 +34,8 @@ function run(strategy: string, over: Partial<RunView> = {}): RunView {
     thresholds: [],
     gauges: [],
     metrics: {} as RunView["metrics"],
+    cost_notice: null,
+    budget_assumed: [],
     ...over,
   };
 }

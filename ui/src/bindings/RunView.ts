@@ -11,4 +11,13 @@ export type RunView = { strategy: string, plugin: string | null, params: JsonVal
 /**
  * Agent ids by index.
  */
-agents: Array<string>, series: SeriesColumns, compactions: Array<MarkerView>, events: Array<EventView>, thresholds: Array<ThresholdView>, gauges: Array<GaugeView>, metrics: MetricsView, };
+agents: Array<string>, series: SeriesColumns, compactions: Array<MarkerView>, events: Array<EventView>, thresholds: Array<ThresholdView>, gauges: Array<GaugeView>, metrics: MetricsView, 
+/**
+ * "cost excludes N calls of MODEL: no price …" when the cost leaves calls out
+ * (`Cost::notice`), shown wherever the cost is.
+ */
+cost_notice: string | null, 
+/**
+ * The budget figures assumed or taken from the log, and from where (`Run::budget_assumed`).
+ */
+budget_assumed: Array<string>, };
