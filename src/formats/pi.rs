@@ -279,7 +279,10 @@ impl Sink {
         let mi = self.push(Role::User, vec![Part::Text { text }], ts, pos);
         self.s.messages[mi].flags.is_summary = true;
         // A number that is no index (1e20, -1) names no earlier entry either.
-        let index = e.first_kept_index.0.or(e.first_kept_index.1.map(|_| u64::MAX));
+        let index = e
+            .first_kept_index
+            .0
+            .or(e.first_kept_index.1.map(|_| u64::MAX));
         let kept_entry = match (index, e.first_kept_id.0) {
             (Some(i), _) => Some(usize::try_from(i).unwrap_or(usize::MAX)),
             (None, Some(id)) => match self.id_entry.get(&id) {
