@@ -14,7 +14,6 @@
 //! tokens the engine drops at the next human message.
 
 use super::context::Context;
-use super::engine;
 use super::prepared::Prepared;
 use super::*;
 use crate::model::{Message, Part};
@@ -391,36 +390,7 @@ pub fn composition(
             slices,
         }));
     };
-    let models = ModelTable::empty();
-    let setup = engine::Setup {
-        counter,
-        calibration: None,
-        summarizer: SummarizerModel::default(),
-        models: &models,
-        cache_ttl: CacheTtl::default(),
-        stop_at_call: None,
-        cancel: None,
-        progress: None,
-        record_decisions: false,
-    };
-    let budget = Budget {
-        context_window: u64::MAX,
-        max_output: 0,
-        reserve: 0,
-    };
-    let parts = engine::Engine::new(session, prepared, setup, "recorded".into(), true, budget)
-        .run_observed(None, Some(&mut observe))?;
-    let raw: Vec<Option<RawContext>> = parts
-        .0
-        .iter()
-        .zip(&parts.8)
-        .map(|(s, &known)| {
-            Some(RawContext {
-                counted: s.raw_tokens.saturating_sub(known),
-                known,
-            })
-        })
-        .collect();
+    let raw = run_recorded_raw(session, prepared, counter, Some(&mut observe))?;
     let calibration = calibrate(&samples(session, &raw));
     let overhead = (0..session.agents.len())
         .map(|a| {

@@ -708,6 +708,21 @@ pub fn recorded_contexts_prepared(
     if session.usage_only {
         return Ok(vec![None; session.calls.len()]);
     }
+    // The baseline asks no strategy and cancels nothing: the only failure is a call naming an
+    // agent the session lacks, whose context cannot be counted.
+    Ok(run_recorded_raw(session, prepared, counter, None)
+        .unwrap_or_else(|_| vec![None; session.calls.len()]))
+}
+
+/// The recorded baseline run uncalibrated and without a budget (the budget only shapes what a
+/// strategy is told; the baseline asks nothing), showing `observe` each call's context: each
+/// call's raw context, known tokens weighed at their recorded size.
+pub(crate) fn run_recorded_raw<'s>(
+    session: &'s Session,
+    prepared: &'s Prepared,
+    counter: &dyn TokenCounter,
+    observe: Option<&mut dyn FnMut(usize, &context::Context<'s>)>,
+) -> Result<Vec<Option<RawContext>>> {
     let models = ModelTable::empty();
     let setup = engine::Setup {
         counter,
@@ -720,29 +735,24 @@ pub fn recorded_contexts_prepared(
         progress: None,
         record_decisions: false,
     };
-    // The budget only shapes what a strategy is told; the baseline asks nothing.
     let budget = Budget {
         context_window: u64::MAX,
         max_output: 0,
         reserve: 0,
     };
-    match engine::Engine::new(session, prepared, setup, "recorded".into(), true, budget).run(None) {
-        // Uncalibrated, the view weighs known tokens at their recorded size.
-        Ok(parts) => Ok(parts
-            .0
-            .iter()
-            .zip(&parts.8)
-            .map(|(s, &known)| {
-                Some(RawContext {
-                    counted: s.raw_tokens.saturating_sub(known),
-                    known,
-                })
+    let parts = engine::Engine::new(session, prepared, setup, "recorded".into(), true, budget)
+        .run_observed(None, observe)?;
+    Ok(parts
+        .0
+        .iter()
+        .zip(&parts.8)
+        .map(|(s, &known)| {
+            Some(RawContext {
+                counted: s.raw_tokens.saturating_sub(known),
+                known,
             })
-            .collect()),
-        // The baseline asks no strategy and cancels nothing: the only failure is a call naming an
-        // agent the session lacks, whose context cannot be counted.
-        Err(_) => Ok(vec![None; session.calls.len()]),
-    }
+        })
+        .collect())
 }
 
 /// Which messages of the agent's context survive a recorded compaction: the summary and the
