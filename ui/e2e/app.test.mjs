@@ -71,9 +71,8 @@ describe("ctxlab app", () => {
     await openPath(FOREST);
     await wd.until("the session in the library", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("claude-code"));
     await tab("session");
-    const fid = await wd.waitFor('[data-testid="fidelity"] strong');
-    assert.match(await wd.text(fid), /^±\d+\.\d%$/);
-    const agents = await wd.text(await wd.find('[data-testid="agents"]'));
+    assert.match(await wd.textOf('[data-testid="fidelity"] strong'), /^±\d+\.\d%$/);
+    const agents = await wd.textOf('[data-testid="agents"]');
     assert.match(agents, /\d{1,3}(,\d{3})+/, "token counts with thousands separators");
     await wd.until("the calls chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > 100);
     await shot("01-session");

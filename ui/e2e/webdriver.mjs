@@ -101,6 +101,12 @@ export class WebDriver {
     }, timeoutMs);
   }
 
+  /** The text of `css` once it is there and not empty, found again when a re-render replaced
+   * the element between find and read (a view that fills in as its data arrives). */
+  textOf(css, timeoutMs) {
+    return this.until(`the text of ${css}`, async () => this.text(await this.find(css)), timeoutMs);
+  }
+
   /** The element for `css` once it exists. */
   waitFor(css, timeoutMs) {
     return this.until(css, () => this.find(css), timeoutMs);
