@@ -357,6 +357,27 @@ impl Session {
         self.agents.len() - 1
     }
 
+    /// Appends a message with default flags and returns its index (what readers do for every
+    /// message they read).
+    pub fn push_message(
+        &mut self,
+        agent: AgentIdx,
+        role: Role,
+        parts: Vec<Part>,
+        timestamp: Option<i64>,
+        source: SourcePos,
+    ) -> MsgIdx {
+        self.messages.push(Message {
+            agent,
+            role,
+            parts,
+            timestamp,
+            flags: MessageFlags::default(),
+            source,
+        });
+        self.messages.len() - 1
+    }
+
     pub fn warn(&mut self, pos: SourcePos, message: impl Into<String>) {
         let file = self
             .source

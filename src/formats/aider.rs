@@ -38,14 +38,13 @@ impl Reader {
         }
         let text = std::mem::take(&mut self.user).join("\n");
         let agent = self.agent();
-        self.s.messages.push(Message {
+        self.s.push_message(
             agent,
-            role: Role::User,
-            parts: vec![Part::Text { text }],
-            timestamp: self.ts,
-            flags: MessageFlags::default(),
-            source: self.user_pos,
-        });
+            Role::User,
+            vec![Part::Text { text }],
+            self.ts,
+            self.user_pos,
+        );
     }
 
     fn agent(&mut self) -> AgentIdx {
@@ -68,17 +67,13 @@ impl Reader {
             return None;
         }
         let agent = self.agent();
-        self.s.messages.push(Message {
-            agent,
-            role: Role::Assistant,
-            parts: vec![Part::Text {
-                text: text.to_string(),
-            }],
-            timestamp: self.ts,
-            flags: MessageFlags::default(),
-            source: self.reply_pos,
-        });
-        Some(self.s.messages.len() - 1)
+        let parts = vec![Part::Text {
+            text: text.to_string(),
+        }];
+        Some(
+            self.s
+                .push_message(agent, Role::Assistant, parts, self.ts, self.reply_pos),
+        )
     }
 
     fn line(&mut self, line: &str, pos: SourcePos) {

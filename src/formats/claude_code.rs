@@ -794,14 +794,7 @@ impl FileSink<'_> {
             }
         }
         let mi = self.s.messages.len();
-        self.s.messages.push(Message {
-            agent,
-            role: Role::Assistant,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
+        self.s.push_message(agent, Role::Assistant, parts, ts, pos);
         let ci = (!synthetic).then(|| {
             self.s.calls.push(Call {
                 agent,

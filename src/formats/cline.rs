@@ -308,14 +308,7 @@ fn from_history(
                 })
                 .collect();
         }
-        s.messages.push(Message {
-            agent,
-            role,
-            parts,
-            timestamp: m["ts"].as_i64(),
-            flags: MessageFlags::default(),
-            source: pos,
-        });
+        s.push_message(agent, role, parts, m["ts"].as_i64(), pos);
         at_index.push(Some(mi));
         if role != Role::Assistant {
             return;
@@ -442,16 +435,8 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
                 close(s, &mut reply);
                 let Some(c) = calls.get(k) else { continue };
                 k += 1;
-                s.messages.push(Message {
-                    agent,
-                    role: Role::User,
-                    parts: vec![Part::Text {
-                        text: c.request.clone(),
-                    }],
-                    timestamp: c.ts,
-                    flags: MessageFlags::default(),
-                    source: pos,
-                });
+                let text = c.request.clone();
+                s.push_message(agent, Role::User, vec![Part::Text { text }], c.ts, pos);
                 let usage = recorded(s, &c.usage, pos);
                 s.calls.push(Call {
                     agent,
@@ -487,15 +472,7 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
             continue;
         }
         let r = *reply.get_or_insert_with(|| {
-            s.messages.push(Message {
-                agent,
-                role: Role::Assistant,
-                parts: Vec::new(),
-                timestamp: e["ts"].as_i64(),
-                flags: MessageFlags::default(),
-                source: pos,
-            });
-            s.messages.len() - 1
+            s.push_message(agent, Role::Assistant, Vec::new(), e["ts"].as_i64(), pos)
         });
         s.messages[r].parts.push(part);
     }

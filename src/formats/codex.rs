@@ -201,15 +201,7 @@ pub(crate) struct Sink {
 impl Sink {
     fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
         self.open_reply = None;
-        self.s.messages.push(Message {
-            agent: 0,
-            role,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
-        self.s.messages.len() - 1
+        self.s.push_message(0, role, parts, ts, pos)
     }
 
     /// Output items of the model join the reply being built, or start one.

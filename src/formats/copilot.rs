@@ -37,15 +37,7 @@ struct Sink {
 
 impl Sink {
     fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
-        self.s.messages.push(Message {
-            agent: self.agent,
-            role,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
-        self.s.messages.len() - 1
+        self.s.push_message(self.agent, role, parts, ts, pos)
     }
 
     fn flush_results(&mut self) {

@@ -165,3 +165,140 @@ pub(crate) fn each_element(
     let (bytes, hash, fix) = src.finish();
     Ok((bytes, hash, broken, fix))
 }
+
+/// A top-level field of a JSON-object document read by [`each_in_object`].
+pub(crate) enum Field<'a> {
+    /// An element of the streamed array, with where it starts.
+    Element(Box<RawValue>, SourcePos),
+    /// One of the other fields asked for, parsed whole (metadata: small).
+    Value(&'a str, serde_json::Value),
+}
+
+/// What [`each_in_object`] read.
+pub(crate) struct Streamed {
+    pub bytes: u64,
+    pub hash: String,
+    /// Where the document breaks off, when it does (the elements before were given).
+    pub broken: Option<(u32, String)>,
+    pub fix: Utf8Fix,
+    /// Whether the array field was there.
+    pub saw_array: bool,
+}
+
+/// Streams a file that is one JSON object (`what` names it for messages): the elements of its
+/// `array` field go to `on` one at a time as they are parsed, the fields named in `fields` whole,
+/// the rest is skipped unparsed.
+pub(crate) fn each_in_object(
+    path: &Path,
+    what: &'static str,
+    array: &str,
+    fields: &[&str],
+    mut on: impl FnMut(Field<'_>),
+) -> Result<Streamed> {
+    use serde::de::{IgnoredAny, MapAccess};
+    struct Doc<'a, F> {
+        what: &'static str,
+        array: &'a str,
+        fields: &'a [&'a str],
+        newlines: Rc<Cell<u32>>,
+        saw_array: bool,
+        on: &'a mut F,
+    }
+    impl<'de, F: FnMut(Field<'_>)> Visitor<'de> for &mut Doc<'_, F> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(self.what)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == self.array {
+                    self.saw_array = true;
+                    let on = &mut *self.on;
+                    let mut each = |raw, pos| on(Field::Element(raw, pos));
+                    map.next_value_seed(EachElement {
+                        newlines: self.newlines.clone(),
+                        file: 0,
+                        each: &mut each,
+                    })?;
+                } else if self.fields.contains(&key.as_str()) {
+                    let v = map.next_value()?;
+                    (self.on)(Field::Value(&key, v));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(())
+        }
+    }
+    impl<'de, F: FnMut(Field<'_>)> DeserializeSeed<'de> for &mut Doc<'_, F> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    let mut src = Src::open(path)?;
+    let mut doc = Doc {
+        what,
+        array,
+        fields,
+        newlines: src.newlines(),
+        saw_array: false,
+        on: &mut on,
+    };
+    let result = {
+        let mut de = serde_json::Deserializer::from_reader(&mut src);
+        (&mut doc).deserialize(&mut de).and_then(|()| de.end())
+    };
+    let saw_array = doc.saw_array;
+    let broken = result.err().map(|e| (e.line() as u32, e.to_string()));
+    let (bytes, hash, fix) = src.finish();
+    Ok(Streamed {
+        bytes,
+        hash,
+        broken,
+        fix,
+        saw_array,
+    })
+}
+
+impl Streamed {
+    /// A document that breaks off before any message, or has no `array` field, is refused; one
+    /// that breaks off later keeps the messages before the break, with a warning in `s`.
+    pub(crate) fn settle(
+        &self,
+        path: &Path,
+        what: &str,
+        array: &str,
+        s: &mut crate::model::Session,
+    ) -> Result<()> {
+        match &self.broken {
+            Some((line, e)) if s.messages.is_empty() => Err(Error::Parse {
+                path: path.to_path_buf(),
+                line: *line,
+                message: format!("expected {what}: {e}"),
+            }),
+            Some((line, e)) => {
+                s.warn(
+                    SourcePos {
+                        file: 0,
+                        line: *line,
+                    },
+                    format!(
+                        "the JSON document breaks off here ({e}); the messages before it are kept"
+                    ),
+                );
+                Ok(())
+            }
+            None if !self.saw_array => Err(Error::Parse {
+                path: path.to_path_buf(),
+                line: 1,
+                message: format!("expected {what} with a `{array}` list"),
+            }),
+            None => Ok(()),
+        }
+    }
+}

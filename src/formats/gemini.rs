@@ -23,11 +23,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::de::{bad_usage, Count};
-use super::doc::Src;
 use super::lines::{read_jsonl, JsonSink, LineReader};
 use super::time::parse_ms;
 use crate::model::*;
@@ -231,15 +229,7 @@ impl Builder {
     }
 
     fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
-        self.s.messages.push(Message {
-            agent: self.agent,
-            role,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
-        self.s.messages.len() - 1
+        self.s.push_message(self.agent, role, parts, ts, pos)
     }
 
     fn flush_results(&mut self) {
@@ -439,98 +429,30 @@ fn first_line_is_header(path: &Path) -> Result<bool> {
 
 /// The legacy document, streamed message by message.
 fn read_document(path: &Path) -> Result<Session> {
-    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-    struct DocSeed<'b> {
-        b: &'b mut Builder,
-        newlines: std::rc::Rc<std::cell::Cell<u32>>,
-        saw_messages: bool,
-    }
-    impl<'de> Visitor<'de> for &mut DocSeed<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a Gemini CLI chat object {sessionId, projectHash, messages}")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-            while let Some(key) = map.next_key::<String>()? {
-                match key.as_str() {
-                    "messages" => {
-                        self.saw_messages = true;
-                        let b = &mut *self.b;
-                        let mut each =
-                            |raw: Box<RawValue>, pos: SourcePos| match serde_json::from_str::<Rec>(
-                                raw.get(),
-                            ) {
-                                Ok(r) => b.record(r, pos),
-                                Err(e) => b.s.warn(
-                                    pos,
-                                    format!("expected a Gemini CLI message record: {e}"),
-                                ),
-                            };
-                        map.next_value_seed(super::doc::EachElement {
-                            newlines: self.newlines.clone(),
-                            file: 0,
-                            each: &mut each,
-                        })?;
-                    }
-                    "sessionId" => {
-                        if let Some(id) = map.next_value::<Option<String>>()? {
-                            self.b.s.id = id;
-                        }
-                    }
-                    "summary" => self.b.s.title = map.next_value::<Option<String>>()?,
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(())
-        }
-    }
-    impl<'de> DeserializeSeed<'de> for &mut DocSeed<'_> {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(
-            self,
-            d: D,
-        ) -> std::result::Result<(), D::Error> {
-            d.deserialize_map(self)
-        }
-    }
-
-    let mut src = Src::open(path)?;
+    use super::doc::Field;
+    const WHAT: &str = "a Gemini CLI chat object {sessionId, messages}";
     let mut b = Builder::new(path);
-    let mut seed = DocSeed {
-        b: &mut b,
-        newlines: src.newlines(),
-        saw_messages: false,
-    };
-    let result = {
-        let mut de = serde_json::Deserializer::from_reader(&mut src);
-        (&mut seed).deserialize(&mut de).and_then(|()| de.end())
-    };
-    let saw_messages = seed.saw_messages;
-    if let Err(e) = result {
-        let line = e.line() as u32;
-        if b.s.messages.is_empty() {
-            return Err(Error::Parse {
-                path: path.to_path_buf(),
-                line,
-                message: format!("expected a Gemini CLI chat object {{sessionId, messages}}: {e}"),
-            });
-        }
-        b.s.warn(
-            SourcePos { file: 0, line },
-            format!("the JSON document breaks off here ({e}); the messages before it are kept"),
-        );
-    } else if !saw_messages {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 1,
-            message: "expected a Gemini CLI chat object with a `messages` list".into(),
-        });
-    }
-    let (bytes, hash, fix) = src.finish();
-    let mut s = b.finish(path, bytes, hash);
-    fix.warn(&mut s, 0);
+    let doc =
+        super::doc::each_in_object(
+            path,
+            WHAT,
+            "messages",
+            &["sessionId", "summary"],
+            |f| match f {
+                Field::Element(raw, pos) => match serde_json::from_str::<Rec>(raw.get()) {
+                    Ok(r) => b.record(r, pos),
+                    Err(e) => {
+                        b.s.warn(pos, format!("expected a Gemini CLI message record: {e}"))
+                    }
+                },
+                Field::Value("sessionId", Value::String(id)) => b.s.id = id,
+                Field::Value("summary", Value::String(t)) => b.s.title = Some(t),
+                Field::Value(..) => {}
+            },
+        )?;
+    doc.settle(path, WHAT, "messages", &mut b.s)?;
+    let mut s = b.finish(path, doc.bytes, doc.hash);
+    doc.fix.warn(&mut s, 0);
     Ok(s)
 }
 

@@ -1381,14 +1381,7 @@ impl JsonSink for Build<'_> {
         };
         let agent = plan_agent;
         for (role, parts) in x.messages.into_iter().skip(from) {
-            self.s.messages.push(Message {
-                agent,
-                role,
-                parts,
-                timestamp: x.timestamp,
-                flags: MessageFlags::default(),
-                source: pos,
-            });
+            self.s.push_message(agent, role, parts, x.timestamp, pos);
         }
         let context_end = self.s.messages.len();
         // Gemini keeps a signed reply's thoughts (its signature stands for them) in the context

@@ -267,14 +267,7 @@ impl Builder {
             self.call_owner.insert(id.clone(), agent);
         }
         let mi = self.s.messages.len();
-        self.s.messages.push(Message {
-            agent,
-            role,
-            parts,
-            timestamp: None,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
+        self.s.push_message(agent, role, parts, None, pos);
         if role == Role::Assistant {
             let model = msg_model.or_else(|| self.model.clone());
             if self.s.agents[agent].model.is_none() {

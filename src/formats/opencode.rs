@@ -18,12 +18,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::de::bad_usage_values;
-use super::doc::{EachElement, Src};
 use super::time::parse_ms;
 use crate::model::*;
 use crate::{Error, Result};
@@ -125,15 +122,7 @@ impl<'s> Builder<'s> {
     }
 
     fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
-        self.s.messages.push(Message {
-            agent: self.agent,
-            role,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
-        self.s.messages.len() - 1
+        self.s.push_message(self.agent, role, parts, ts, pos)
     }
 
     fn message(&mut self, m: Msg) {
@@ -421,109 +410,37 @@ fn head(path: &Path) -> Result<String> {
 }
 
 fn read_export(path: &Path) -> Result<Session> {
-    struct Doc<'a> {
-        s: &'a mut Session,
-        newlines: std::rc::Rc<std::cell::Cell<u32>>,
-        saw_messages: bool,
-    }
-    impl<'de> Visitor<'de> for &mut Doc<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an OpenCode export {info, messages}")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-            while let Some(key) = map.next_key::<String>()? {
-                match key.as_str() {
-                    "info" => {
-                        let info: Value = map.next_value()?;
-                        session_meta(self.s, &info);
-                    }
-                    "messages" => {
-                        self.saw_messages = true;
-                        let agent = self.s.agent_index("main");
-                        let mut b = Builder::new(self.s, agent);
-                        let mut each = |raw: Box<RawValue>, pos: SourcePos| {
-                            match serde_json::from_str::<Value>(raw.get()) {
-                                Ok(v) if v["info"].is_object() => b.message(Msg {
-                                    parts: match v["parts"].clone() {
-                                        Value::Array(a) => a,
-                                        _ => Vec::new(),
-                                    },
-                                    info: v["info"].clone(),
-                                    pos,
-                                }),
-                                Ok(_) => b.s.warn(
-                                    pos,
-                                    "expected an OpenCode message {info, parts}: no `info`",
-                                ),
-                                Err(e) => b.s.warn(
-                                    pos,
-                                    format!("expected an OpenCode message {{info, parts}}: {e}"),
-                                ),
-                            }
-                        };
-                        map.next_value_seed(EachElement {
-                            newlines: self.newlines.clone(),
-                            file: 0,
-                            each: &mut each,
-                        })?;
-                    }
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(())
-        }
-    }
-    impl<'de> DeserializeSeed<'de> for &mut Doc<'_> {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(
-            self,
-            d: D,
-        ) -> std::result::Result<(), D::Error> {
-            d.deserialize_map(self)
-        }
-    }
-
+    use super::doc::Field;
+    const WHAT: &str = "an OpenCode export {info, messages}";
     let mut s = Session::default();
     s.source.format = ID.into();
     s.source.files.push(path.display().to_string());
-    let mut src = Src::open(path)?;
-    let mut doc = Doc {
-        s: &mut s,
-        newlines: src.newlines(),
-        saw_messages: false,
-    };
-    let result = {
-        let mut de = serde_json::Deserializer::from_reader(&mut src);
-        (&mut doc).deserialize(&mut de).and_then(|()| de.end())
-    };
-    let saw = doc.saw_messages;
-    if let Err(e) = result {
-        let line = e.line() as u32;
-        if s.messages.is_empty() {
-            return Err(Error::Parse {
-                path: path.to_path_buf(),
-                line,
-                message: format!("expected an OpenCode export {{info, messages}}: {e}"),
-            });
-        }
-        s.warn(
-            SourcePos { file: 0, line },
-            format!("the JSON document breaks off here ({e}); the messages before it are kept"),
-        );
-    } else if !saw {
-        return Err(Error::Parse {
-            path: path.to_path_buf(),
-            line: 1,
-            message: "expected an OpenCode export with a `messages` list".into(),
-        });
-    }
-    let (bytes, hash, fix) = src.finish();
-    s.source.bytes = bytes;
-    s.source.hash = hash;
-    fix.warn(&mut s, 0);
+    let agent = s.agent_index("main");
+    let mut b = Builder::new(&mut s, agent);
+    let doc = super::doc::each_in_object(path, WHAT, "messages", &["info"], |f| match f {
+        Field::Element(raw, pos) => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(mut v) if v["info"].is_object() => b.message(Msg {
+                parts: match v["parts"].take() {
+                    Value::Array(a) => a,
+                    _ => Vec::new(),
+                },
+                info: v["info"].take(),
+                pos,
+            }),
+            Ok(_) => {
+                b.s.warn(pos, "expected an OpenCode message {info, parts}: no `info`")
+            }
+            Err(e) => b.s.warn(
+                pos,
+                format!("expected an OpenCode message {{info, parts}}: {e}"),
+            ),
+        },
+        Field::Value(_, info) => session_meta(b.s, &info),
+    })?;
+    doc.settle(path, WHAT, "messages", &mut s)?;
+    s.source.bytes = doc.bytes;
+    s.source.hash = doc.hash;
+    doc.fix.warn(&mut s, 0);
     finish(&mut s);
     Ok(s)
 }

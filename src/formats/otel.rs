@@ -269,14 +269,7 @@ fn build(s: &mut Session, spans: Vec<Span>) {
                 0
             };
             for (role, parts) in &input[from..] {
-                s.messages.push(Message {
-                    agent,
-                    role: *role,
-                    parts: parts.clone(),
-                    timestamp: sp.start,
-                    flags: MessageFlags::default(),
-                    source: pos,
-                });
+                s.push_message(agent, *role, parts.clone(), sp.start, pos);
             }
             *ctx = input;
         }

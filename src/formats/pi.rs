@@ -154,15 +154,7 @@ fn parts_of(content: StrOrBlocks<Block<'_>>) -> Vec<Part> {
 
 impl Sink {
     fn push(&mut self, role: Role, parts: Vec<Part>, ts: Option<i64>, pos: SourcePos) -> MsgIdx {
-        self.s.messages.push(Message {
-            agent: 0,
-            role,
-            parts,
-            timestamp: ts,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
-        self.s.messages.len() - 1
+        self.s.push_message(0, role, parts, ts, pos)
     }
 
     fn message(&mut self, m: PiMessage<'_>, entry_ts: Option<i64>, pos: SourcePos) {

@@ -118,14 +118,7 @@ pub fn read(path: &Path) -> Result<Session> {
         }
         parts.push(Part::Text { text });
         let mi = s.messages.len();
-        s.messages.push(Message {
-            agent,
-            role,
-            parts,
-            timestamp: None,
-            flags: MessageFlags::default(),
-            source: pos,
-        });
+        s.push_message(agent, role, parts, None, pos);
         if role == Role::Assistant {
             let response = &m["extra"]["response"];
             let usage = match serde_json::from_value::<OaUsage>(response["usage"].clone())
