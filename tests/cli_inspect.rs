@@ -10,15 +10,8 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn real_log(rel: &str) -> PathBuf {
-    let p = root().join("../shared/real-logs").join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: these tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real as real_log;
 
 fn inspect(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ctxlab"))

@@ -3,23 +3,13 @@
 //! `recorded` baseline's uncalibrated series), the kinds land where the log puts them, and
 //! `ctxlab inspect --composition` prints and exports it.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ctxlab::replay::{composition, recorded_raw_tokens, Kind, Prepared};
 use ctxlab::tokens;
 
-fn real_log(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/real-logs")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: these tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real as real_log;
 
 /// Loads `rel`, checks every call's composition against its reconstructed context, and returns
 /// the session's compositions (for the per-log assertions).

@@ -95,7 +95,9 @@ fn every_built_strategy_replays_every_sample_cleanly() {
     let counter = tokens::counter("heuristic").unwrap();
     let mut failures = Vec::new();
     let mut replays = 0;
-    let mut compacted = 0;
+    // Strategy → replays in which it compacted: a strategy the tight windows never make act
+    // would pass this test without being tested.
+    let mut compacted: std::collections::BTreeMap<String, usize> = Default::default();
     for (name, s) in samples() {
         let s = &s;
         if s.usage_only {
@@ -129,14 +131,22 @@ fn every_built_strategy_replays_every_sample_cleanly() {
                         "{} on {name} (window {})",
                         entry.meta.id, budget.context_window
                     );
+                    // fuseraft compacts on a turn count (50 by default), not on tokens: at the
+                    // tight window it gets a count the samples reach, so that it acts too.
+                    let params = if budget == tight && entry.meta.id == "fuseraft.compaction" {
+                        json!({"TriggerTurnCount": 6, "KeepRecentTurns": 2})
+                    } else {
+                        json!({})
+                    };
                     let spec = StrategySpec::Plugin {
                         entry: entry.clone(),
-                        params: json!({}),
+                        params,
                     };
                     match replay::run(s, spec, &o) {
                         Err(e) => failures.push(format!("{what}: {e}")),
                         Ok(run) => {
-                            compacted += !run.compactions.is_empty() as usize;
+                            *compacted.entry(entry.meta.id.clone()).or_default() +=
+                                !run.compactions.is_empty() as usize;
                             let m = &run.metrics;
                             // FIM One keeps tool results whose call its compaction removed
                             // (compact.py smart_truncate, context_guard.py's plain
@@ -163,6 +173,15 @@ fn every_built_strategy_replays_every_sample_cleanly() {
     assert!(
         replays > 0,
         "no replayable (non usage-only) session in samples/"
+    );
+    let idle: Vec<&String> = compacted
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(
+        idle.is_empty(),
+        "never compacted on any sample, even at the tight window: {idle:?}"
     );
     assert!(
         failures.is_empty(),

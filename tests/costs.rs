@@ -10,15 +10,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn real(rel: &str) -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: the real logs live in ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 fn load(rel: &str) -> Session {
     let mut s = ctxlab::formats::load(&real(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));

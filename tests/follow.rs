@@ -14,15 +14,8 @@ fn workspace(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-fn real(rel: &str) -> PathBuf {
-    let p = workspace("../shared/real-logs").join(rel);
-    assert!(
-        p.exists(),
-        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 const CLAUDE_SAMPLE: &str =
     "samples/claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl";

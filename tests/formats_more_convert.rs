@@ -1,20 +1,12 @@
 //! `ctxlab convert`: any loaded session written as ctxlab native reads back as the same session.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use ctxlab::formats;
 use ctxlab::model::Session;
 
-fn real(rel: &str) -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
-    assert!(
-        p.exists(),
-        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 /// What must survive conversion: everything but where it came from.
 fn comparable(mut s: Session) -> Session {

@@ -10,15 +10,8 @@ use ctxlab::formats;
 use ctxlab::model::*;
 use serde_json::Value;
 
-fn real(rel: &str) -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
-    assert!(
-        p.exists(),
-        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/samples")).join(rel)

@@ -10,17 +10,8 @@ use std::path::{Path, PathBuf};
 use ctxlab::formats::{self, Follower};
 use ctxlab::tokens::{self, calibrate, LiveCounts, TokenCounter};
 
-fn real(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/real-logs")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "real log {} is missing: the tests need ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)

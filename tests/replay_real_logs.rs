@@ -6,17 +6,9 @@
 use ctxlab::model::Session;
 use ctxlab::replay::{self, ReplayOptions, Run, StrategySpec};
 use ctxlab::tokens::{self, Calibration};
-use std::path::PathBuf;
 
-fn real(rel: &str) -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs")).join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: the real logs live in ../shared/real-logs beside the checkout",
-        p.display()
-    );
-    p
-}
+mod real_logs;
+use real_logs::real;
 
 fn load(rel: &str) -> Session {
     let mut s = ctxlab::formats::load(&real(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));

@@ -2,7 +2,7 @@
 //! implementation of OpenAI's tokenizers), and calibration on synthetic sessions.
 
 use ctxlab::model::*;
-use ctxlab::tokens::{self, calibrate, calibrate_session, CallSample, TokenCounter};
+use ctxlab::tokens::{self, calibrate, calibrate_session, CallSample};
 
 /// Texts that exercise the pre-tokenizer: prose, code, JSON, numbers, whitespace runs, CJK,
 /// emoji, combining marks, contractions, special-token strings (plain text in a log).

@@ -54,17 +54,9 @@ pub fn plugin(reg: &Registry, id: &str, params: serde_json::Value) -> StrategySp
     }
 }
 
-pub fn real_log(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/real-logs")
-        .join(rel);
-    assert!(
-        p.is_file(),
-        "missing real log {}: ../shared/real-logs must sit beside the checkout",
-        p.display()
-    );
-    p
-}
+#[path = "../real_logs/mod.rs"]
+mod real_logs;
+pub use real_logs::real as real_log;
 
 pub const VR_FOREST: &str = "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl";
 pub const FUNDWISE: &str = "claude-code_fundwise/claude-session.jsonl";
