@@ -36,6 +36,17 @@ impl StrRef {
         }
     }
 
+    /// The bytes, unchecked: for counting or hashing them.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` readable bytes that outlive `'a` (or be null with len 0).
+    pub unsafe fn as_bytes<'a>(&self) -> &'a [u8] {
+        if self.ptr.is_null() || self.len == 0 {
+            return &[];
+        }
+        std::slice::from_raw_parts(self.ptr, self.len)
+    }
+
     /// # Safety
     /// `ptr` must point to `len` bytes of valid UTF-8 that outlive `'a` (or be null with len 0).
     pub unsafe fn as_str<'a>(&self) -> &'a str {

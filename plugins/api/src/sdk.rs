@@ -43,12 +43,7 @@ impl<'a> Tool<'a> {
     }
     /// The id's bytes, without the UTF-8 check `id` makes: for matching calls with results.
     pub fn id_bytes(&self) -> &'a [u8] {
-        let r = self.0.id;
-        if r.ptr.is_null() || r.len == 0 {
-            return &[];
-        }
-        // SAFETY: the host passes `len` readable bytes that live as long as the call's view.
-        unsafe { std::slice::from_raw_parts(r.ptr, r.len) }
+        unsafe { self.0.id.as_bytes() }
     }
     pub fn name(&self) -> &'a str {
         unsafe { self.0.name.as_str() }
@@ -56,6 +51,11 @@ impl<'a> Tool<'a> {
     /// Arguments of a call, content of a result.
     pub fn body(&self) -> &'a str {
         unsafe { self.0.body.as_str() }
+    }
+    /// The body's bytes, without the UTF-8 check `body` makes: for strategies that only count
+    /// or hash them.
+    pub fn body_bytes(&self) -> &'a [u8] {
+        unsafe { self.0.body.as_bytes() }
     }
     pub fn is_result(&self) -> bool {
         self.0.is_result != 0
@@ -109,6 +109,11 @@ impl<'a> Msg<'a> {
     }
     pub fn text(&self) -> &'a str {
         unsafe { self.0.text.as_str() }
+    }
+    /// The flattened text's bytes, without the UTF-8 check `text` makes: for strategies that only
+    /// count or hash them.
+    pub fn text_bytes(&self) -> &'a [u8] {
+        unsafe { self.0.text.as_bytes() }
     }
     /// Bytes of the flattened text as the host passed it, without reading the text (`text()`
     /// checks its UTF-8 at every use): for strategies that only need its length.

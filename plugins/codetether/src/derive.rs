@@ -2,7 +2,7 @@
 //! with the Legacy policy): the oversized-last-message pass, tool-output dedup, the budget gate,
 //! the keep_last cascade, terminal truncation, and pair repair — on CodeTether's own estimates.
 
-use crate::estimate::{estimate_tokens, Span};
+use crate::estimate::Span;
 use crate::history::{History, Kind};
 use crate::{terminal, Settings};
 use ctxlab_plugin_api::hash::Fnv;
@@ -13,9 +13,8 @@ const SUMMARY_HEAD: &str = "[AUTO CONTEXT COMPRESSION]\nOlder conversation + too
 const SUMMARY_TAIL: &str = "\n\n[RECOVERY] If you need specific details that this summary dropped (exact file paths, prior tool output, earlier user instructions, numeric values), call the `session_recall` tool with a targeted query instead of guessing or asking the user to repeat themselves.";
 /// `messages_to_rlm_context` heads every message with `[idx role]\n`: about this many tokens.
 const RENDER_TOKENS_PER_MESSAGE: u64 = 3;
-/// dropped_toc.rs: at most 10 user turns, 70 chars each.
-const TOC_ENTRIES: usize = 10;
-const TOC_EXCERPT_CHARS: usize = 70;
+/// dropped_toc.rs `MAX_ENTRIES`: at most 10 user turns listed.
+pub const TOC_ENTRIES: usize = 10;
 /// experimental/dedup.rs `KEEP_LAST_MESSAGES` and `MIN_DEDUP_BYTES`.
 pub const DEDUP_KEEP_LAST: usize = 8;
 pub const DEDUP_MIN_BYTES: usize = 256;
@@ -27,9 +26,94 @@ pub(crate) struct Summary {
     pub tokens: u64,
     /// The summary body (chunker or RLM output) in tokens: the simulated part.
     pub body: u64,
-    /// The literal text around the body (tag, dropped-range index, recovery note).
-    pub text: String,
+    /// The dropped-range index of its literal text; the text itself is only written for the
+    /// list the cascade ends with (`Summary::text`).
+    pub toc: Toc,
     pub rlm: bool,
+}
+
+/// `render_toc(prefix, 0)` of a prefix: the list `l` (summary first when it has one) up to
+/// history position `end`, `prefix_len` messages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Toc {
+    pub start: usize,
+    pub base: usize,
+    pub end: usize,
+    pub prefix_len: usize,
+}
+
+const TOC_OPEN: &str = "\n\n[DROPPED-RANGE INDEX] turns 0-";
+const TOC_MID: &str = " were compressed. User turns in that range:\n";
+const TOC_PLUS_OPEN: &str = "\n  … plus ";
+const TOC_PLUS_CLOSE: &str = " more user turns";
+const TOC_CLOSE: &str = "\nRetrieve any of them via `context_browse` (action=show_turn, turn=N) or a targeted `session_recall` query.";
+
+/// Decimal digits of `n`.
+fn digits(n: usize) -> u64 {
+    n.checked_ilog10().map_or(1, |d| d as u64 + 1)
+}
+
+impl Toc {
+    /// Bytes and whitespace of the rendered index, from the cached lines and the lengths of
+    /// its numbers: the summary's estimate without writing its text.
+    fn span(&self, h: &History, call: &Call<'_>) -> Span {
+        let (n, lines) = h.toc_lines(call, self.start, self.base, self.end);
+        if n == 0 {
+            return Span::default();
+        }
+        let mut s = Span::of(TOC_OPEN)
+            .plus(Span {
+                bytes: digits(self.prefix_len.saturating_sub(1)),
+                ws: 0,
+            })
+            .plus(Span::of(TOC_MID))
+            .plus(lines)
+            .plus(Span::of(TOC_CLOSE));
+        if n > TOC_ENTRIES {
+            s = s
+                .plus(Span::of(TOC_PLUS_OPEN))
+                .plus(Span {
+                    bytes: digits(n - TOC_ENTRIES),
+                    ws: 0,
+                })
+                .plus(Span::of(TOC_PLUS_CLOSE));
+        }
+        s
+    }
+    /// `render_toc`'s text (dropped_toc.rs:18-42).
+    fn render(&self, h: &History, call: &Call<'_>, out: &mut String) {
+        use std::fmt::Write;
+        let (n, _) = h.toc_lines(call, self.start, self.base, self.end);
+        if n == 0 {
+            return;
+        }
+        out.push_str(TOC_OPEN);
+        let _ = write!(out, "{}", self.prefix_len.saturating_sub(1));
+        out.push_str(TOC_MID);
+        h.with_toc_text(|t| out.push_str(t));
+        if n > TOC_ENTRIES {
+            out.push_str(TOC_PLUS_OPEN);
+            let _ = write!(out, "{}", n - TOC_ENTRIES);
+            out.push_str(TOC_PLUS_CLOSE);
+        }
+        out.push_str(TOC_CLOSE);
+    }
+}
+
+impl Summary {
+    /// The literal text around the body: tag, dropped-range index, recovery note
+    /// (compression_summary.rs `install`).
+    pub fn text(&self, h: &History, call: &Call<'_>) -> String {
+        let mut t = String::with_capacity(SUMMARY_HEAD.len() + SUMMARY_TAIL.len() + 1_024);
+        t.push_str(SUMMARY_HEAD);
+        self.toc.render(h, call, &mut t);
+        t.push_str(SUMMARY_TAIL);
+        t
+    }
+    /// CodeTether's estimate of that literal text.
+    pub fn text_tokens(&self) -> u64 {
+        self.tokens - self.body
+    }
 }
 
 /// CodeTether's message list during one derivation: an optional summary, then the history from
@@ -113,40 +197,6 @@ impl View<'_, '_> {
     }
 }
 
-/// `render_toc` (dropped_toc.rs:18-42) over the prefix `l[..split]`: the first ten user turns
-/// with their first line, for the summary's literal text.
-fn dropped_toc(v: &View<'_, '_>, l: &List, end: usize, prefix_len: usize) -> String {
-    let base = l.summary.is_some() as usize;
-    let mut lines = Vec::new();
-    for &p in v.h.users_from(l.start, TOC_ENTRIES) {
-        if p >= end {
-            break;
-        }
-        let text = v.call.msg(p).text();
-        let line = text.trim().lines().next().unwrap_or_default();
-        if line.is_empty() {
-            continue;
-        }
-        let mut s: String = line.chars().take(TOC_EXCERPT_CHARS).collect();
-        if line.chars().count() > TOC_EXCERPT_CHARS {
-            s.push('…');
-        }
-        lines.push(format!("  [turn {}] {s}", base + p - l.start));
-    }
-    if lines.is_empty() {
-        return String::new();
-    }
-    let users = v.h.users_in(l.start, end);
-    if users > TOC_ENTRIES {
-        lines.push(format!("  … plus {} more user turns", users - TOC_ENTRIES));
-    }
-    format!(
-        "\n\n[DROPPED-RANGE INDEX] turns 0-{} were compressed. User turns in that range:\n{}\nRetrieve any of them via `context_browse` (action=show_turn, turn=N) or a targeted `session_recall` query.",
-        prefix_len.saturating_sub(1),
-        lines.join("\n")
-    )
-}
-
 /// `compress_messages_keep_last` (keep_last.rs:32-69): everything before the active tail becomes
 /// one summary message: the background RLM summary when an earlier step compressed the same
 /// prefix (`rlm_background::context_summary`), else `RlmChunker::compress(context, window × 0.25)`
@@ -156,7 +206,7 @@ fn compress(
     s: &Settings,
     l: &List,
     keep_last: usize,
-    seen: &std::collections::HashSet<u64>,
+    seen: &crate::history::FnvSet,
 ) -> Option<List> {
     let count = v.count(l);
     if count <= keep_last {
@@ -183,15 +233,20 @@ fn compress(
     } else {
         context.min((v.window as f64 * s.fallback_chunk_ratio) as u64)
     };
-    let text = format!(
-        "{SUMMARY_HEAD}{}{SUMMARY_TAIL}",
-        dropped_toc(v, l, start, split)
-    );
+    let toc = Toc {
+        start: l.start,
+        base: l.summary.is_some() as usize,
+        end: start,
+        prefix_len: split,
+    };
+    let text = Span::of(SUMMARY_HEAD)
+        .plus(toc.span(v.h, v.call))
+        .plus(Span::of(SUMMARY_TAIL));
     Some(List {
         summary: Some(Summary {
-            tokens: estimate_tokens(&text) + body,
+            tokens: text.tokens() + body,
             body,
-            text,
+            toc,
             rlm,
         }),
         start,
@@ -320,7 +375,7 @@ pub(crate) fn derive(call: &Call<'_>, s: &Settings, h: &mut History, out: &mut D
             if let Some(sum) = &l.summary {
                 covered = v.repaired_end(l.start);
                 ops.push(Op {
-                    kind: replacement(v.h, covered, sum.text.clone(), sum.body),
+                    kind: replacement(v.h, covered, sum.text(v.h, call), sum.body),
                     scope: Scope::ThisCall,
                     start: 0,
                     end: covered,

@@ -23,7 +23,7 @@ impl Span {
     pub fn of_bytes(b: &[u8]) -> Span {
         Span {
             bytes: b.len() as u64,
-            ws: b.iter().filter(|c| c.is_ascii_whitespace()).count() as u64,
+            ws: ascii_whitespace(b),
         }
     }
     pub fn plus(self, o: Span) -> Span {
@@ -49,6 +49,21 @@ impl Span {
     pub fn chars_per_token(self) -> f64 {
         chars_per_token(self.bytes, self.ws)
     }
+}
+
+/// Bytes of `b` that `u8::is_ascii_whitespace` accepts (space, \t, \n, \x0C, \r), counted in
+/// runs of 255 into a byte-wide sum so the loop compiles to vector compares: every message's
+/// text is counted once when it arrives, and results run to tens of kilobytes.
+pub fn ascii_whitespace(b: &[u8]) -> u64 {
+    let mut n = 0u64;
+    for run in b.chunks(255) {
+        let mut c = 0u8;
+        for &x in run {
+            c += ((x == b' ') | ((x.wrapping_sub(9) < 5) & (x != 11))) as u8;
+        }
+        n += c as u64;
+    }
+    n
 }
 
 fn chars_per_token(bytes: u64, ws: u64) -> f64 {
@@ -159,6 +174,17 @@ mod tests {
         assert_eq!(estimate_tokens("ab\ncd\tef gh abc"), 4);
         // Bytes, not chars: 'é' is two bytes.
         assert_eq!(estimate_tokens("éééé"), 3);
+    }
+
+    /// The counted whitespace is exactly `is_ascii_whitespace`'s, over every byte value and
+    /// across the 255-byte runs.
+    #[test]
+    fn whitespace_count_is_is_ascii_whitespace() {
+        let all: Vec<u8> = (0..=255u8).cycle().take(255 * 7 + 13).collect();
+        let want = all.iter().filter(|c| c.is_ascii_whitespace()).count() as u64;
+        assert_eq!(ascii_whitespace(&all), want);
+        assert_eq!(ascii_whitespace(&[b' '; 600]), 600);
+        assert_eq!(ascii_whitespace(b"\x0b"), 0);
     }
 
     /// codetether-agent 4.7.4 src/provider/limits.rs `context_window_for_model` (its own test cases).

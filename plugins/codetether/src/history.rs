@@ -8,9 +8,9 @@
 //! the active tail, and where the tool pairs around it end.
 
 use crate::estimate::{Span, IMAGE_TOKENS};
-use ctxlab_plugin_api::hash::{Fnv, FnvMap};
+use ctxlab_plugin_api::hash::FnvMap;
 use ctxlab_plugin_api::{Msg, Role};
-use std::hash::Hasher;
+use std::cell::RefCell;
 
 /// Longest text `is_short_continuation` still compares (active_tail.rs, SHORT_CONTINUATION_CHARS).
 const SHORT_CONTINUATION_CHARS: usize = 80;
@@ -65,6 +65,12 @@ pub(crate) struct History {
     /// Positions of user messages, and of the substantive ones, ascending.
     users: Vec<usize>,
     substantive: Vec<usize>,
+    /// Positions of the user messages with text: the turns `render_toc` lists.
+    toc_users: Vec<usize>,
+    /// The last dropped-range index rendered: (start, base, lines) and its lines joined, with
+    /// their span. The cascade compresses from the same start at every call, so the first ten
+    /// user turns it lists are the same: rendered once.
+    toc: RefCell<TocCache>,
     /// `reach[q]`: the latest position of a result answering a call made before position `q`
     /// (0 when none): cut `q` is safe when `reach[q] < q`.
     reach: Vec<u32>,
@@ -77,13 +83,56 @@ pub(crate) struct History {
     /// Dedup markers decided but not yet sent to the host as edits: (position, placeholder).
     pub pending_masks: Vec<(usize, String)>,
     /// Prefixes compressed at an earlier step: their background RLM summary is cached by now.
-    pub compressed: std::collections::HashSet<u64>,
+    pub compressed: FnvSet,
 }
 
-fn content_key(body: &str) -> (u64, u64) {
-    let mut h = Fnv::default();
-    h.write(body.as_bytes());
-    (h.finish(), body.len() as u64)
+/// The identity of a tool result's content for dedup: its length and a 64-bit hash read eight
+/// bytes at a time in two lanes (FNV over every byte was a tenth of a call's cost: every result
+/// of 256 bytes or more is hashed once, when it ages past the last eight messages).
+fn content_key(body: &[u8]) -> (u64, u64) {
+    const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+    const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+    let (mut a, mut c) = (K1 ^ body.len() as u64, K2);
+    let mut runs = body.chunks_exact(16);
+    for r in &mut runs {
+        a = (a ^ word(&r[..8])).wrapping_mul(K2).rotate_left(31);
+        c = (c ^ word(&r[8..])).wrapping_mul(K1).rotate_left(29);
+    }
+    for &b in runs.remainder() {
+        a = (a ^ b as u64).wrapping_mul(K2).rotate_left(31);
+    }
+    let mut h = a ^ c.rotate_left(17).wrapping_mul(K1);
+    h ^= h >> 32;
+    h = h.wrapping_mul(K2);
+    (h ^ (h >> 29), body.len() as u64)
+}
+
+/// A set of hashes (the compressed prefixes' keys), hashed with FNV rather than SipHash.
+pub(crate) type FnvSet =
+    std::collections::HashSet<u64, std::hash::BuildHasherDefault<ctxlab_plugin_api::hash::Fnv>>;
+
+#[derive(Default)]
+pub(crate) struct TocCache {
+    key: Option<(usize, usize, usize)>,
+    text: String,
+    span: Span,
+}
+
+/// dropped_toc.rs `EXCERPT_CHARS`.
+const TOC_EXCERPT_CHARS: usize = 70;
+
+/// One line of `render_toc`: `  [turn N] ` and `first_text_excerpt` (the first line of the
+/// trimmed text, 70 chars, `…` when longer).
+fn toc_line(out: &mut String, turn: usize, text: &str) {
+    use std::fmt::Write;
+    let line = text.trim().lines().next().unwrap_or_default();
+    let _ = write!(out, "  [turn {turn}] ");
+    let mut chars = line.chars();
+    out.extend(chars.by_ref().take(TOC_EXCERPT_CHARS));
+    if chars.next().is_some() {
+        out.push('…');
+    }
 }
 
 /// `is_short_continuation` on a user message's text.
@@ -113,17 +162,21 @@ pub(crate) struct Parts {
 
 impl Parts {
     pub fn of(m: &Msg<'_>) -> Parts {
-        let all = Span::of_bytes(m.text().as_bytes());
+        let text = m.text_bytes();
         let mut bodies = Span::default();
         let mut tools = Vec::new();
+        // A message of one part: the host's text is that part (the same bytes), all in the tool.
+        let mut only_tool = false;
         for t in m.tools() {
-            let body = Span::of(t.body());
+            let b = t.body_bytes();
+            only_tool = tools.is_empty() && std::ptr::eq(b, text);
+            let body = Span::of_bytes(b);
             bodies = bodies.plus(body).plus(Span { bytes: 1, ws: 1 });
             let est = if t.is_result() {
                 body
             } else {
                 // token.rs estimate_tokens_for_part: `id + ' ' + name + ' ' + arguments`.
-                Span::of(t.id())
+                Span::of_bytes(t.id_bytes())
                     .plus(Span::of(t.name()))
                     .plus(body)
                     .plus(Span { bytes: 2, ws: 2 })
@@ -132,9 +185,11 @@ impl Parts {
         }
         // The host joins parts with '\n'; what is left after the tool bodies is the text parts.
         let text = if tools.is_empty() {
-            all
+            Span::of_bytes(text)
+        } else if only_tool && tools.len() == 1 {
+            Span::default()
         } else {
-            all.minus(bodies)
+            Span::of_bytes(text).minus(bodies)
         };
         Parts {
             text,
@@ -159,6 +214,8 @@ impl History {
             host_adj: Deltas::default(),
             users: Vec::new(),
             substantive: Vec::new(),
+            toc_users: Vec::new(),
+            toc: RefCell::new(TocCache::default()),
             reach: vec![0],
             calls: FnvMap::default(),
             seen: FnvMap::default(),
@@ -193,6 +250,9 @@ impl History {
             match kind {
                 Kind::User { substantive } => {
                     self.users.push(p);
+                    if !m.text().trim().is_empty() {
+                        self.toc_users.push(p);
+                    }
                     if substantive {
                         self.substantive.push(p);
                     }
@@ -262,15 +322,36 @@ impl History {
         last(&self.substantive).or_else(|| last(&self.users))
     }
 
-    /// Positions of the first `n` user messages at or after `from`.
-    pub fn users_from(&self, from: usize, n: usize) -> &[usize] {
-        let i = self.users.partition_point(|&p| p < from);
-        &self.users[i..(i + n).min(self.users.len())]
+    /// `render_toc` over history positions `start..end` listed from turn `base`: how many user
+    /// turns with text it holds, and the span of its first ten lines joined by newlines.
+    pub fn toc_lines(
+        &self,
+        call: &ctxlab_plugin_api::Call<'_>,
+        start: usize,
+        base: usize,
+        end: usize,
+    ) -> (usize, Span) {
+        let from = self.toc_users.partition_point(|&p| p < start);
+        let n = self.toc_users.partition_point(|&p| p < end) - from;
+        let k = n.min(crate::derive::TOC_ENTRIES);
+        let mut c = self.toc.borrow_mut();
+        if c.key != Some((start, base, k)) {
+            c.text.clear();
+            for (i, &p) in self.toc_users[from..from + k].iter().enumerate() {
+                if i > 0 {
+                    c.text.push('\n');
+                }
+                toc_line(&mut c.text, base + p - start, call.msg(p).text());
+            }
+            c.span = Span::of(&c.text);
+            c.key = Some((start, base, k));
+        }
+        (n, c.span)
     }
 
-    /// User messages in `a..b`.
-    pub fn users_in(&self, a: usize, b: usize) -> usize {
-        self.users.partition_point(|&p| p < b) - self.users.partition_point(|&p| p < a)
+    /// The lines `toc_lines` last rendered.
+    pub fn with_toc_text(&self, f: impl FnOnce(&str)) {
+        f(&self.toc.borrow().text)
     }
 
     /// experimental/dedup.rs `dedup_tool_outputs`, extended to the messages that have aged past
@@ -294,7 +375,7 @@ impl History {
             let mut all = true;
             let mut saved = 0u64;
             for t in m.tools().filter(|t| t.is_result()) {
-                let body = t.body();
+                let body = t.body_bytes();
                 if body.len() < min_bytes {
                     all = false;
                     continue;
@@ -306,7 +387,7 @@ impl History {
                             "[DEDUP] identical to tool_call_id={first} ({} bytes)",
                             body.len()
                         );
-                        saved += Span::of(body)
+                        saved += Span::of_bytes(body)
                             .tokens()
                             .saturating_sub(Span::of(&marker).tokens());
                         markers.push(marker);

@@ -68,23 +68,17 @@ pub fn pruned_span(input: &str) -> Span {
             continue;
         }
         blank_run = 0;
-        let mut collapsed = Span::default();
-        let mut prev_space = false;
-        for b in trimmed.bytes() {
-            if b == b' ' {
-                if !prev_space {
-                    collapsed = collapsed.plus(Span { bytes: 1, ws: 1 });
-                }
-                prev_space = true;
-            } else {
-                collapsed = collapsed.plus(Span {
-                    bytes: 1,
-                    ws: b.is_ascii_whitespace() as u64,
-                });
-                prev_space = false;
-            }
-        }
-        out = out.plus(collapsed);
+        // Runs of spaces collapse to one: every space that follows a space goes.
+        let b = trimmed.as_bytes();
+        let repeats = b[1..]
+            .iter()
+            .zip(b)
+            .filter(|&(&x, &prev)| (x == b' ') & (prev == b' '))
+            .count() as u64;
+        out = out.plus(Span::of_bytes(b).minus(Span {
+            bytes: repeats,
+            ws: repeats,
+        }));
         if line.ends_with('\n') {
             out = out.plus(Span::of("\n"));
         }

@@ -214,8 +214,8 @@ pub(crate) fn apply(
     if covered > 0 {
         let (text, body) = match &summary {
             Some(sum) => (
-                format!("{marker_text}\n\n{}", sum.text),
-                summary_tokens.saturating_sub(estimate_tokens(&sum.text)),
+                format!("{marker_text}\n\n{}", sum.text(v.h, v.call)),
+                summary_tokens.saturating_sub(sum.text_tokens()),
             ),
             None => (marker_text.to_string(), 0),
         };

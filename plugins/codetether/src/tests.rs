@@ -149,6 +149,42 @@ fn split_point_is_the_last_substantive_user_message_not_len_minus_keep_last() {
 }
 
 #[test]
+fn the_dropped_range_index_lists_ten_user_turns_with_text_as_render_toc_does() {
+    // dropped_toc.rs render_toc(prefix, 0) / first_text_excerpt: user turns whose text is not
+    // blank, numbered by their index in the prefix, the first line cut at 70 chars with '…';
+    // past ten, "… plus N more user turns"; "turns 0-<prefix length − 1>".
+    let long = "Refactor the parser so that every token keeps its byte span and its line number too\nsecond line";
+    let mut m = Vec::new();
+    for i in 0..30 {
+        m.push(match i {
+            1 => TestMsg::user(long),
+            3 => TestMsg::user("   \n  "),
+            _ => TestMsg::user(&format!("task {i}")),
+        });
+        m.push(asst(i, 600));
+    }
+    let c = call(m);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    let (end, _, text) = summarize_end(&d).unwrap();
+    // keep_last 16: split = min(newest user 58, 60 − 16) = 44.
+    assert_eq!(end, 44);
+    let excerpt: String = long.chars().take(70).collect();
+    let lines: Vec<String> = [0, 2, 4, 8, 10, 12, 14, 16, 18, 20]
+        .iter()
+        .map(|&p| match p {
+            2 => format!("  [turn 2] {excerpt}…"),
+            _ => format!("  [turn {p}] task {}", p / 2),
+        })
+        .collect();
+    let index = format!(
+        "\n\n[DROPPED-RANGE INDEX] turns 0-43 were compressed. User turns in that range:\n{}\n  … plus 11 more user turns\nRetrieve any of them via `context_browse` (action=show_turn, turn=N) or a targeted `session_recall` query.",
+        lines.join("\n")
+    );
+    assert!(text.contains(&index), "{text}");
+    assert!(text.ends_with("the user to repeat themselves."), "{text}");
+}
+
+#[test]
 fn short_continuations_do_not_anchor_the_active_tail() {
     // active_tail.rs is_short_continuation: "continue", "ok", … (≤ 80 chars) are skipped.
     let mut m = task_history();
