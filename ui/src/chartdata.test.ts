@@ -1,43 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { RunView } from "./bindings/RunView";
+import { run as baseRun } from "./testruns";
 import { agentsOf, callRows, preferredCumulative, shapeRuns } from "./chartdata";
 
+// The shared run, with one compaction at call 3 and a warn and a cutover threshold.
 function run(strategy: string, over: Partial<RunView> = {}): RunView {
-  // Calls 0..4: agents main, main, sub, main, sub.
-  return {
-    strategy,
-    plugin: null,
-    params: null,
-    counter: "heuristic",
-    context_window: 200000,
-    max_output: 8000,
-    reserve: 0,
-    model: null,
-    calibrated: true,
-    agents: ["main", "sub"],
-    series: {
-      call: [0, 1, 2, 3, 4],
-      agent: [0, 0, 1, 0, 1],
-      timestamp: [null, null, null, null, null],
-      input: [100, 200, 50, 120, 80],
-      output: [10, 20, 5, 12, 8],
-      cumulative: [100, 300, 50, 420, 130],
-      cumulative_since_compaction: [100, 300, 50, 120, 130],
-      over_window: [false, false, false, false, false],
-      pruned: [0, 0, 0, 0, 0],
-    },
+  return baseRun(strategy, {
     compactions: [{ call: 3, agent: 0, kind: "summarize", messages: 4, context_before: 300, context_after: 120, trigger: null }],
-    events: [],
     thresholds: [
       { kind: "warn", line: "cumulative_since_compaction", tokens: 250, label: "WarnAt" },
       { kind: "cutover", line: "occupancy", tokens: 180, label: "CutoverAt" },
     ],
-    gauges: [],
-    metrics: {} as RunView["metrics"],
-    cost_notice: null,
-    budget_assumed: [],
     ...over,
-  };
+  });
 }
 
 describe("shapeRuns", () => {

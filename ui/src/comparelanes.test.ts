@@ -1,44 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { RunView } from "./bindings/RunView";
+import { run } from "./testruns";
 import { strategyColors } from "./colors";
 import { compareLanes, isOwnEstimate, ownEstimateLines } from "./comparelanes";
 
 const fmt = (n: number) => n.toLocaleString("en-US");
 
-function run(strategy: string, over: Partial<RunView> = {}): RunView {
-  // Calls 0..4: agents main, main, sub, main, sub.
-  return {
-    strategy,
-    plugin: null,
-    params: null,
-    counter: "heuristic",
-    context_window: 200000,
-    max_output: 8000,
-    reserve: 0,
-    model: null,
-    calibrated: true,
-    agents: ["main", "sub"],
-    series: {
-      call: [0, 1, 2, 3, 4],
-      agent: [0, 0, 1, 0, 1],
-      timestamp: [null, null, null, null, null],
-      input: [100, 200, 50, 120, 80],
-      output: [10, 20, 5, 12, 8],
-      cumulative: [100, 300, 50, 420, 130],
-      cumulative_since_compaction: [100, 300, 50, 120, 130],
-      over_window: [false, false, false, false, false],
-      pruned: [0, 0, 0, 0, 0],
-    },
-    compactions: [],
-    events: [],
-    thresholds: [],
-    gauges: [],
-    metrics: {} as RunView["metrics"],
-    cost_notice: null,
-    budget_assumed: [],
-    ...over,
-  };
-}
 
 describe("compareLanes", () => {
   it("gives each strategy one lane in its colour, compactions with their reason, pruning as its own kind", () => {
