@@ -302,6 +302,14 @@ impl SessionReport {
             "peak context",
             "compactions",
         ]);
+        // An estimate-only log records no input or cache: "-", never a false 0.
+        let input = |n: u64| {
+            if self.estimate_only {
+                "-".to_string()
+            } else {
+                fmt_tokens(n)
+            }
+        };
         let usage_row = |label: &str, parent: &str, model: &str, s: &Stats| {
             vec![
                 label.to_string(),
@@ -309,11 +317,11 @@ impl SessionReport {
                 model.to_string(),
                 fmt_tokens(s.calls as u64),
                 fmt_tokens(s.messages as u64),
-                fmt_tokens(s.input),
+                input(s.input),
                 fmt_tokens(s.output),
-                fmt_tokens(s.cache_read),
-                fmt_tokens(s.cache_write),
-                fmt_tokens(s.peak_context),
+                input(s.cache_read),
+                input(s.cache_write),
+                input(s.peak_context),
                 fmt_tokens(s.compactions as u64),
             ]
         };

@@ -275,3 +275,26 @@ fn bad_input_gives_an_error_naming_it() {
     assert!(!ok);
     assert!(err.contains("no/such/file.jsonl"), "{err}");
 }
+
+/// A log that records output tokens only (Copilot CLI) shows "-" where it recorded nothing
+/// (input, cache, peak context), never a 0 a reader would take for a measurement.
+#[test]
+fn estimate_only_log_shows_no_false_zero_in_recorded_usage() {
+    let p = real_log("copilot-cli_agentv/26/9e1b9e5502/0/full.jsonl");
+    let (ok, out, err) = inspect(&[p.to_str().unwrap()]);
+    assert!(ok, "inspect failed: {err}");
+    let table = out
+        .split("recorded usage\n")
+        .nth(1)
+        .expect("a recorded usage section");
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("main "))
+        .expect("the main agent's row")
+        .split_whitespace()
+        .collect();
+    // agent parent model calls messages input output cache-read cache-write peak compactions
+    assert_eq!(row.len(), 11, "{row:?}");
+    assert_eq!(&row[5..], ["-", "19,254", "-", "-", "-", "0"], "{row:?}");
+    assert!(out.contains("estimate-only"), "{out}");
+}
