@@ -583,3 +583,101 @@ fn gemini_signed_thoughts_until_the_next_user_message() {
     assert_eq!(c[1].known, 87, "the turn's thoughts are in the second call");
     assert_eq!(c[2].known, 0, "a user message ends the turn");
 }
+
+// ---------------------------------------------------------------- OpenCode
+
+fn oc_step(output: u64, read: u64, write: u64) -> String {
+    format!(
+        r#"{{"type":"step-finish","reason":"stop","tokens":{{"total":{},"input":2,"output":{output},"reasoning":0,"cache":{{"read":{read},"write":{write}}}}},"cost":0.01}}"#,
+        2 + read + write + output
+    )
+}
+
+/// An OpenCode step's reply weighs what its step-finish recorded (final usage), not the
+/// export's text: a sonnet reply whose thinking the export shows only summarised.
+#[test]
+fn opencode_step_output_sizes_the_reply() {
+    let doc = format!(
+        r#"{{"info":{{"id":"ses_rule1","title":"t","projectID":"p"}},"messages":[
+{{"info":{{"id":"msg_1","role":"user","time":{{"created":1}}}},"parts":[{{"type":"text","text":"Explain the plan."}}]}},
+{{"info":{{"id":"msg_2","role":"assistant","providerID":"anthropic","modelID":"claude-sonnet-5","time":{{"created":2}}}},"parts":[
+ {{"type":"step-start"}},
+ {{"type":"reasoning","text":"short summary","metadata":{{"anthropic":{{"signature":"{sig}"}}}}}},
+ {{"type":"text","text":"Done."}},
+ {}]}},
+{{"info":{{"id":"msg_3","role":"user","time":{{"created":3}}}},"parts":[{{"type":"text","text":"Go on."}}]}},
+{{"info":{{"id":"msg_4","role":"assistant","providerID":"anthropic","modelID":"claude-sonnet-5","time":{{"created":4}}}},"parts":[
+ {{"type":"step-start"}},{{"type":"text","text":"Ok."}},{}]}}]}}"#,
+        oc_step(4000, 0, 9000),
+        oc_step(5, 9000, 4010),
+        sig = "s".repeat(400),
+    );
+    // Pretty-printed over several lines, as `opencode export` writes it.
+    let s = load("opencode-session.json", &[doc]);
+    assert_eq!(s.calls.len(), 2);
+    let f = s.messages[s.calls[0].reply.unwrap()].flags;
+    // sonnet-5 keeps every turn's thinking: sized, nothing leaves at the next message.
+    assert_eq!(f.recorded_tokens, Some(4000));
+    assert!(f.hidden_tokens > 0 && !f.hidden_until_user, "{f:?}");
+    let c = contexts(&s);
+    assert_eq!(c[1].known, 4000, "the whole reply, thinking included");
+}
+
+// ---------------------------------------------------------------- Cline
+
+fn cline_req(ts: u64, index: i64, range: Option<(u64, u64)>, request: &str, tokens: u64) -> String {
+    let text = serde_json::json!({"request": request, "tokensIn": 10, "tokensOut": 50,
+        "cacheWrites": 0, "cacheReads": tokens, "cost": 0.01})
+    .to_string();
+    let mut e = serde_json::json!({"ts": ts, "type": "say", "say": "api_req_started",
+        "text": text, "conversationHistoryIndex": index});
+    if let Some((a, b)) = range {
+        e["conversationHistoryDeletedRange"] = serde_json::json!([a, b]);
+    }
+    e.to_string()
+}
+
+fn cline_say(ts: u64, index: i64, range: Option<(u64, u64)>, text: &str) -> String {
+    let mut e = serde_json::json!({"ts": ts, "type": "say", "say": "text", "text": text,
+        "conversationHistoryIndex": index});
+    if let Some((a, b)) = range {
+        e["conversationHistoryDeletedRange"] = serde_json::json!([a, b]);
+    }
+    e.to_string()
+}
+
+/// A Cline task with only its UI log: the deleted range stamped on the events written while a
+/// request ran is the truncation that request was sent with (the history loses messages 2..=5).
+#[test]
+fn cline_ui_log_deleted_range_is_a_truncation() {
+    let big = "x".repeat(4000);
+    let r = Some((2, 5));
+    let events = [
+        cline_say(1, -1, None, "task"),
+        cline_req(2, -1, None, "<task>do it</task>", 1000),
+        cline_say(3, 0, None, "first reply"),
+        cline_req(4, 1, None, &big, 2000),
+        cline_say(5, 2, None, "second reply"),
+        cline_req(6, 3, None, &big, 3000),
+        cline_say(7, 4, None, "third reply"),
+        cline_req(8, 5, None, "small", 4000),
+        cline_say(9, 6, r, "fourth reply, truncated history"),
+        cline_req(10, 7, r, "small again", 2000),
+        cline_say(11, 8, r, "fifth reply"),
+    ];
+    let doc = format!("[{}]", events.join(","));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ui_messages.json");
+    std::fs::write(&path, doc).unwrap();
+    let s = ctxlab::formats::load(&path).unwrap().remove(0);
+    assert_eq!(s.calls.len(), 5);
+    assert_eq!(s.compactions.len(), 1, "{:?}", s.compactions);
+    assert_eq!(s.compactions[0].trigger, "truncation");
+    let c = contexts(&s);
+    // Call 3 sent the task, its reply and its own request: both big requests are gone.
+    assert!(c[3].counted < c[2].counted / 3, "{c:?}");
+    assert!(c[3].counted < 100, "{c:?}");
+    // The next call keeps the truncated history and adds to it.
+    assert!(c[4].counted > c[3].counted, "{c:?}");
+    assert!(c[4].counted < 100, "{c:?}");
+}

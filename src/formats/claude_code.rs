@@ -658,7 +658,12 @@ pub fn thinking_retention(model: &str) -> ThinkingRetention {
 /// streaming snapshot); its signature-only thinking as hidden tokens (an estimate from the
 /// signatures' length), which leave the context at the next human message on models that keep
 /// only the current turn's thinking.
-fn set_reply_size(m: &mut Message, signature: u64, final_output: Option<u64>, turn_only: bool) {
+pub(crate) fn set_reply_size(
+    m: &mut Message,
+    signature: u64,
+    final_output: Option<u64>,
+    turn_only: bool,
+) {
     m.flags.recorded_tokens = final_output;
     m.flags.hidden_tokens = (signature as f64 * THINKING_TOKENS_PER_SIGNATURE_CHAR).round() as u64;
     if let Some(out) = final_output {

@@ -269,31 +269,8 @@ fn from_history(
         if let Some(&k) = mine.first() {
             let range = calls[k].deleted;
             if range != range_now {
-                if let Some((start, end)) = range {
-                    let pre_tokens = s
-                        .calls
-                        .iter()
-                        .rev()
-                        .find_map(|c| c.usage.map(|u| u.context_tokens() + u.output));
-                    let at = s.messages.len();
-                    s.compactions.push(RecordedCompaction {
-                        agent,
-                        at_message: at,
-                        trigger: "truncation".into(),
-                        pre_tokens,
-                        summary: None,
-                        kept_from: None,
-                        timestamp: calls[k].ts,
-                        inferred: false,
-                        source: pos,
-                    });
-                    for h in (0..i).filter(|&h| (h as u64) < start || (h as u64) > end) {
-                        if let Some(from) = at_index[h] {
-                            let copy = s.messages[from].clone();
-                            s.messages.push(copy);
-                            at_index[h] = Some(s.messages.len() - 1);
-                        }
-                    }
+                if let Some(range) = range {
+                    truncate(s, agent, &mut at_index, range, calls[k].ts, pos);
                 }
                 range_now = range;
             }
@@ -400,6 +377,48 @@ fn from_history(
     Ok((bytes, hash))
 }
 
+/// Cline's truncation (`ContextManager.getNextTruncationRange`): the history it sends is the
+/// messages outside the deleted range `[start, end]` (inclusive; the task and its first reply,
+/// indices 0 and 1, always stay). Recorded as a compaction at the end of the messages read so
+/// far, after which the kept ones are copied; `at_index` maps each history index to the message
+/// holding it now.
+fn truncate(
+    s: &mut Session,
+    agent: AgentIdx,
+    at_index: &mut [Option<MsgIdx>],
+    (start, end): (u64, u64),
+    timestamp: Option<i64>,
+    source: SourcePos,
+) {
+    let pre_tokens = s
+        .calls
+        .iter()
+        .rev()
+        .find_map(|c| c.usage.map(|u| u.context_tokens() + u.output));
+    let at = s.messages.len();
+    s.compactions.push(RecordedCompaction {
+        agent,
+        at_message: at,
+        trigger: "truncation".into(),
+        pre_tokens,
+        summary: None,
+        kept_from: None,
+        timestamp,
+        inferred: false,
+        source,
+    });
+    for (h, slot) in at_index.iter_mut().enumerate() {
+        if (h as u64) >= start && (h as u64) <= end {
+            continue;
+        }
+        if let Some(from) = *slot {
+            let copy = s.messages[from].clone();
+            s.messages.push(copy);
+            *slot = Some(s.messages.len() - 1);
+        }
+    }
+}
+
 /// Turns Cline's text tool results into results of the `tool_use` they answer: the first call
 /// of that tool not answered yet.
 fn pair_text_results(parts: &mut [Part], open: &mut Vec<(String, String)>) {
@@ -420,9 +439,22 @@ fn pair_text_results(parts: &mut [Part], open: &mut Vec<(String, String)>) {
     }
 }
 
+/// Rebuilds the history from the UI log: request k is history message `conversationHistoryIndex
+/// + 1` and its reply the next one, so the deleted range stamped on the events applies here as
+/// it does to the history file (the UI log of a truncated task holds every message, the history
+/// sent does not).
 fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq]) {
     let mut k = 0;
     let mut reply: Option<MsgIdx> = None;
+    // History index → the message holding it now; the range in force.
+    let mut at_index: Vec<Option<MsgIdx>> = Vec::new();
+    let mut range_now: Option<(u64, u64)> = None;
+    let place = |at_index: &mut Vec<Option<MsgIdx>>, h: usize, m: MsgIdx| {
+        if at_index.len() <= h {
+            at_index.resize(h + 1, None);
+        }
+        at_index[h] = Some(m);
+    };
     for (i, e) in events.iter().enumerate() {
         // Positions inside one JSON document: the event's index, 1-based, stands for the line.
         let pos = SourcePos {
@@ -434,7 +466,16 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
             "api_req_started" => {
                 close(s, &mut reply);
                 let Some(c) = calls.get(k) else { continue };
+                let h = c.history_index.map_or(2 * k, |x| (x + 1).max(0) as usize);
                 k += 1;
+                if c.deleted != range_now {
+                    if let Some(range) = c.deleted {
+                        at_index.truncate(h);
+                        truncate(s, agent, &mut at_index, range, c.ts, pos);
+                    }
+                    range_now = c.deleted;
+                }
+                place(&mut at_index, h, s.messages.len());
                 let text = c.request.clone();
                 s.push_message(agent, Role::User, vec![Part::Text { text }], c.ts, pos);
                 let usage = recorded(s, &c.usage, pos);
@@ -472,7 +513,14 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
             continue;
         }
         let r = *reply.get_or_insert_with(|| {
-            s.push_message(agent, Role::Assistant, Vec::new(), e["ts"].as_i64(), pos)
+            let m = s.push_message(agent, Role::Assistant, Vec::new(), e["ts"].as_i64(), pos);
+            if let Some(c) = k.checked_sub(1).and_then(|j| calls.get(j)) {
+                let h = c
+                    .history_index
+                    .map_or(2 * k - 1, |x| (x + 2).max(0) as usize);
+                place(&mut at_index, h, m);
+            }
+            m
         });
         s.messages[r].parts.push(part);
     }

@@ -83,6 +83,12 @@ fn usage(t: &Value) -> Option<std::result::Result<Usage, String>> {
     }))
 }
 
+/// The reasoning tokens a step recorded (`tokens.reasoning`; 0 where the provider does not split
+/// them out of the output, as Anthropic's does not).
+fn reasoning_tokens(t: &Value) -> u64 {
+    t["reasoning"].as_u64().unwrap_or(0)
+}
+
 /// A usage read by `usage`, or a warning at `pos` and none.
 fn recorded(
     s: &mut Session,
@@ -96,6 +102,14 @@ fn recorded(
             None
         }
     }
+}
+
+/// What a step's reply holds that the export does not show.
+#[derive(Clone, Copy)]
+struct Hidden {
+    signature: u64,
+    reasoning: u64,
+    anthropic: bool,
 }
 
 /// Builds one agent's messages and calls from OpenCode messages in order.
@@ -201,6 +215,10 @@ impl<'s> Builder<'s> {
         let mut started = false;
         let mut steps = 0;
         let mut step_ts = ts;
+        // Hidden reasoning of the open step: Anthropic signature characters, else the reasoning
+        // tokens its step-finish records.
+        let mut signature = 0u64;
+        let provider = info["providerID"].as_str().unwrap_or("");
         for p in &m.parts {
             match p["type"].as_str().unwrap_or("") {
                 "step-start" => {
@@ -208,6 +226,7 @@ impl<'s> Builder<'s> {
                         // A step without its step-finish (interrupted): a call without usage.
                         self.step(&mut step, &mut results, None, None, &model, step_ts, m.pos);
                         steps += 1;
+                        signature = 0;
                     }
                     started = true;
                     step_ts = ms(&p["time"]["start"]).or(step_ts);
@@ -215,7 +234,13 @@ impl<'s> Builder<'s> {
                 "step-finish" => {
                     let cost = p["cost"].as_f64().filter(|c| c.is_finite());
                     let u = recorded(self.s, usage(&p["tokens"]), m.pos);
+                    let hidden = Hidden {
+                        signature: std::mem::take(&mut signature),
+                        reasoning: reasoning_tokens(&p["tokens"]),
+                        anthropic: provider == "anthropic",
+                    };
                     self.step(&mut step, &mut results, u, cost, &model, step_ts, m.pos);
+                    self.size_reply(u, hidden, &model);
                     steps += 1;
                     started = false;
                 }
@@ -225,6 +250,9 @@ impl<'s> Builder<'s> {
                     }
                 }
                 "reasoning" => {
+                    signature += p["metadata"]["anthropic"]["signature"]
+                        .as_str()
+                        .map_or(0, |x| x.len() as u64);
                     if let Some(t) = p["text"].as_str().filter(|t| !t.is_empty()) {
                         step.push(Part::Thinking { text: t.into() });
                     }
@@ -277,9 +305,44 @@ impl<'s> Builder<'s> {
                 (None, None)
             };
             self.step(&mut step, &mut results, u, cost, &model, step_ts, m.pos);
+            if steps == 0 {
+                let hidden = Hidden {
+                    signature,
+                    reasoning: reasoning_tokens(&info["tokens"]),
+                    anthropic: provider == "anthropic",
+                };
+                self.size_reply(u, hidden, &model);
+            }
         }
         if summary {
             self.summary(first);
+        }
+    }
+
+    /// The size of the reply of the step just closed (its call is the last one): the output its
+    /// step-finish recorded, which is final usage (OpenCode writes it once the stream ends), so
+    /// everything the reply holds counts, the full thinking included where the export shows
+    /// only its summary (the real sonnet-5 export: a reply cut at 32,000 output tokens shows
+    /// ~25k characters, and the next call's input grew by 32.1k). Its hidden reasoning leaves
+    /// the context at the next human message on the Claude models that keep only the current
+    /// turn's thinking (`data/thinking.toml`) and on the other providers (reasoning kept until
+    /// the next user message, as Codex does).
+    fn size_reply(&mut self, usage: Option<Usage>, hidden: Hidden, model: &Option<String>) {
+        let Some(u) = usage else { return };
+        let Some(reply) = self.s.calls.last().and_then(|c| c.reply) else {
+            return;
+        };
+        let m = &mut self.s.messages[reply];
+        if hidden.anthropic {
+            let turn_only = model.as_deref().is_some_and(|m| {
+                super::claude_code::thinking_retention(m)
+                    == super::claude_code::ThinkingRetention::Turn
+            });
+            super::claude_code::set_reply_size(m, hidden.signature, Some(u.output), turn_only);
+        } else {
+            m.flags.recorded_tokens = Some(u.output);
+            m.flags.hidden_tokens = hidden.reasoning.min(u.output);
+            m.flags.hidden_until_user = m.flags.hidden_tokens > 0;
         }
     }
 
