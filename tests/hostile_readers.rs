@@ -294,3 +294,32 @@ fn usage_that_is_not_a_token_count_is_warned_and_not_recorded() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Finding 14: a tool result whose call is missing (an orphan) loaded without a word. It is now
+/// kept, with a warning at its line.
+#[test]
+fn orphan_tool_results_are_warned() {
+    let rel = "claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl";
+    let mut dropped = String::new();
+    let (s, _path, _d) = load_edited(rel, |b| {
+        let text = String::from_utf8(b.clone()).unwrap();
+        let lines: Vec<&str> = text.split('\n').collect();
+        let i = lines
+            .iter()
+            .position(|l| l.contains("\"type\":\"assistant\"") && l.contains("\"tool_use\""))
+            .unwrap();
+        let id = lines[i].split("\"id\":\"toolu_").nth(1).unwrap();
+        dropped = format!("toolu_{}", &id[..id.find('"').unwrap()]);
+        let mut kept = lines.clone();
+        kept.remove(i);
+        *b = kept.join("\n").into_bytes();
+    });
+    let s = s.unwrap();
+    assert!(
+        s.warnings.iter().any(|w| w.line > 0
+            && w.message.contains(&dropped)
+            && w.message.contains("answers no earlier")),
+        "{dropped}: {:?}",
+        s.warnings
+    );
+}

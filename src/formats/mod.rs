@@ -18,6 +18,7 @@ pub mod fuseraft;
 pub mod gemini;
 pub mod http_capture;
 mod lines;
+mod pairs;
 pub mod managed_agents;
 pub mod native;
 pub mod openai;
@@ -90,6 +91,7 @@ pub fn load_as(path: &Path, format: &str) -> Result<Session> {
     }?;
     entire::check(path, &mut s);
     drop_implausible_usage(&mut s);
+    pairs::check(&mut s);
     Ok(s)
 }
 
