@@ -323,3 +323,173 @@ fn orphan_tool_results_are_warned() {
         s.warnings
     );
 }
+
+/// Tool-pair warnings (finding 14's words), one string per warning.
+fn pair_warnings(s: &Session) -> Vec<String> {
+    s.warnings
+        .iter()
+        .filter(|w| {
+            ["repeats", "answers no earlier", "never answered"]
+                .iter()
+                .any(|k| w.message.contains(k))
+        })
+        .map(|w| w.to_string())
+        .collect()
+}
+
+const CLAUDE: &str =
+    "claude-code/-home-maren-src-tidewater/9874603d-3fea-4774-a473-54ebb495ce20.jsonl";
+
+/// Finding 14: a tool call the agent went on without answering (its result line lost) loaded
+/// without a word. It is said at the line of the response that made it.
+#[test]
+fn a_call_never_answered_is_warned_at_its_line() {
+    let mut id = String::new();
+    let (s, _path, _d) = load_edited(CLAUDE, |b| {
+        let text = String::from_utf8(b.clone()).unwrap();
+        let lines: Vec<&str> = text.split('\n').collect();
+        let i = lines
+            .iter()
+            .position(|l| l.contains("\"type\":\"user\"") && l.contains("\"tool_result\""))
+            .unwrap();
+        let after = lines[i].split("\"tool_use_id\":\"").nth(1).unwrap();
+        id = after[..after.find('"').unwrap()].to_string();
+        let mut kept = lines.clone();
+        kept.remove(i);
+        *b = kept.join("\n").into_bytes();
+    });
+    let s = s.unwrap();
+    let call_line = s
+        .messages
+        .iter()
+        .find(|m| m.tool_call_ids().any(|c| c == id))
+        .unwrap()
+        .source
+        .line;
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.line == call_line && w.message.contains("never answered")),
+        "{id} at line {call_line}: {:?}",
+        pair_warnings(&s)
+    );
+}
+
+/// Finding 14: the sample concatenated twice gave 243 messages where the log has 157 and said
+/// nothing, and its repeated tool ids then failed fuseraft and FIM One replays ("separates a
+/// tool call from its result"). Each response's `message.id` and each tool id met again is now
+/// said at its line in the second copy, every response is its own call, and the replays run.
+#[test]
+fn a_log_concatenated_twice_is_said_and_still_replays() {
+    let once = formats::load_file(&sample(CLAUDE)).unwrap();
+    assert!(
+        pair_warnings(&once).is_empty(),
+        "{:?}",
+        pair_warnings(&once)
+    );
+    let lines = std::fs::read_to_string(sample(CLAUDE))
+        .unwrap()
+        .lines()
+        .count() as u32;
+    let (s, path, _d) = load_edited(CLAUDE, |b| {
+        let copy = b.clone();
+        if b.last() != Some(&b'\n') {
+            b.push(b'\n');
+        }
+        b.extend(copy);
+    });
+    let s = s.unwrap();
+    let main = |s: &Session| s.calls.iter().filter(|c| c.agent == 0).count();
+    assert_eq!(main(&s), 2 * main(&once), "each response its own call");
+    let said = |k: &str| {
+        s.warnings
+            .iter()
+            .filter(|w| w.line > lines && w.message.contains(k))
+            .count()
+    };
+    assert!(said("message.id") >= 20, "{:?}", s.warnings);
+    assert!(said("tool call id") >= 20, "{:?}", s.warnings);
+    for (strategy, window) in [
+        ("fuseraft.compaction", "60000"),
+        ("fim-one.context-guard", "30000"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+            .args(["replay", "-s", strategy, "--window", window])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{strategy}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Finding 14: one `message.id` on every response merged the sample's 314 calls into 1. A
+/// response's id again after another response is a new call, said at its line.
+#[test]
+fn one_message_id_on_every_response_is_said_not_merged() {
+    let once = formats::load_file(&sample(CLAUDE)).unwrap();
+    let (s, _path, _d) = load_edited(CLAUDE, |b| {
+        let text = String::from_utf8(b.clone()).unwrap();
+        let mut out = String::new();
+        for piece in text.split("\"id\":\"msg_").enumerate() {
+            match piece {
+                (0, p) => out.push_str(p),
+                (_, p) => {
+                    out.push_str("\"id\":\"msg_same");
+                    out.push_str(&p[p.find('"').unwrap()..]);
+                }
+            }
+        }
+        *b = out.into_bytes();
+    });
+    let s = s.unwrap();
+    assert_eq!(s.calls.len(), once.calls.len());
+    let said: Vec<_> = s
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("message.id msg_same repeats"))
+        .collect();
+    assert_eq!(said.len(), 20, "listed up to 20 per agent, then counted");
+    assert!(said.iter().all(|w| w.line > 1));
+    assert!(s.warnings.iter().any(|w| w.message.contains("not listed")));
+}
+
+/// Finding 14, the other side: a history a reader rebuilds from what the log sends again is no
+/// repeat. Cline re-sends its history after a truncation (the kept messages, one result without
+/// its call), Gemini CLI after a compression (the kept tail), an HTTP capture or OTel trace with
+/// each request; none of them is a duplicate or an orphan of the log.
+#[test]
+fn histories_sent_again_are_not_repeats() {
+    let real = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs"));
+    assert!(real.is_dir(), "{} missing", real.display());
+    let mut truncations = 0;
+    for p in [
+        sample("cline/1772700000000"),
+        sample("gemini-cli/session-2026-03-04T09-30-c1971d3f.jsonl"),
+        sample("gemini-cli/session-2026-03-03T09-26-5ae1ec23.json"),
+        sample("http-capture"),
+        sample("otel"),
+        real.join("cline_online-card-architecture"),
+        real.join("cline_xray"),
+        real.join("otel-genai_ms-agent-framework"),
+        real.join("llm-trace-proxy_wang0618/claude-code.jsonl"),
+        real.join("llm-trace-proxy_wang0618/adk-deepresearch.jsonl"),
+    ] {
+        for s in formats::load(&p).unwrap() {
+            truncations += s.compactions.iter().filter(|c| c.summary.is_none()).count();
+            assert!(
+                pair_warnings(&s).is_empty(),
+                "{}: {:?}",
+                p.display(),
+                pair_warnings(&s)
+            );
+        }
+    }
+    assert!(
+        truncations >= 10,
+        "the inputs re-send histories: {truncations}"
+    );
+}

@@ -36,6 +36,9 @@ struct Entry<'a> {
     session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uuid: Option<Cow<'a, str>>,
+    /// The API request an assistant entry's response answered: one per `message.id`.
+    #[serde(rename = "requestId", borrow, default)]
+    request_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     timestamp: Option<Cow<'a, str>>,
     #[serde(rename = "isSidechain", default)]
@@ -591,6 +594,10 @@ struct Response {
     signature: u64,
     /// An entry's usage held a figure that is not a token count: the call keeps no usage.
     bad_usage: bool,
+    /// Line of the response's first entry.
+    line: u32,
+    /// The entry's `requestId`, when it has one.
+    request: Option<String>,
 }
 
 /// Tokens per signature character of a thinking block written without its text: the estimate
@@ -680,6 +687,10 @@ struct AgentState {
     pending_compaction: Option<usize>,
     /// Tools loaded on demand before that compaction (their schemas stay).
     discovered_tools: u64,
+    /// The agent's latest reply: entries of its `message.id` continue it.
+    last_reply: Option<MsgIdx>,
+    /// `message.id`s met again after another response (warned, each read as a new call).
+    repeated_ids: usize,
 }
 
 /// A subagent the main file mentions: its id, the tool call that spawned it, where it was seen.
@@ -766,7 +777,40 @@ impl FileSink<'_> {
             .is_some_and(|m| thinking_retention(m) == ThinkingRetention::Turn);
         let state = self.f.agents.entry(agent).or_default();
         if let Some(id) = m.id.as_deref() {
-            if let Some(r) = state.by_id.get_mut(id) {
+            // A response's entries follow one another (tool results may come between them) and
+            // share one `requestId`; its id again after another response or from another
+            // request is not more of it (a log concatenated twice, ids rewritten): a new call,
+            // said.
+            let request = e.request_id.as_deref();
+            let repeat = state
+                .by_id
+                .get(id)
+                .filter(|r| {
+                    Some(r.msg) != state.last_reply
+                        || r.request
+                            .as_deref()
+                            .zip(request)
+                            .is_some_and(|(a, b)| a != b)
+                })
+                .map(|r| r.line);
+            if let Some(first) = repeat {
+                state.repeated_ids += 1;
+                if state.repeated_ids <= 20 {
+                    self.s.warn(
+                        pos,
+                        format!(
+                            "message.id {id} repeats (first at line {first}) after another \
+                             response; read as a new call"
+                        ),
+                    );
+                } else if state.repeated_ids == 21 {
+                    self.s.warn(
+                        pos,
+                        "more message.ids repeat after other responses from here on; each \
+                         read as a new call, not listed",
+                    );
+                }
+            } else if let Some(r) = state.by_id.get_mut(id) {
                 let mi = r.msg;
                 self.s.messages[mi].parts.extend(parts);
                 r.signature += signature;
@@ -800,6 +844,7 @@ impl FileSink<'_> {
         }
         let mi = self.s.messages.len();
         self.s.push_message(agent, Role::Assistant, parts, ts, pos);
+        state.last_reply = Some(mi);
         let ci = (!synthetic).then(|| {
             self.s.calls.push(Call {
                 agent,
@@ -833,6 +878,8 @@ impl FileSink<'_> {
                     final_usage,
                     signature,
                     bad_usage,
+                    line: pos.line,
+                    request: e.request_id.as_deref().map(str::to_string),
                 },
             );
         }
@@ -1234,6 +1281,10 @@ impl LiveLog for Live {
 
     fn session(&self) -> &Session {
         &self.s
+    }
+
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.s
     }
 }
 

@@ -44,6 +44,8 @@ pub(crate) trait LiveLog: Send {
     /// Takes back what `finish` added.
     fn unfinish(&mut self);
     fn session(&self) -> &Session;
+    /// The finished session, for the checks every reader's session gets (`formats::pairs`).
+    fn session_mut(&mut self) -> &mut Session;
     /// For each call of the finished session, its index in reading order, when `finish` reorders
     /// calls (by time across agents).
     fn call_order(&self) -> Option<&[usize]> {
@@ -105,6 +107,10 @@ impl LiveLog for WholeLive {
 
     fn session(&self) -> &Session {
         &self.session
+    }
+
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 
     fn rebuilt(&self) -> bool {
@@ -208,6 +214,10 @@ impl<S: SessionSink> LiveLog for JsonlLive<S> {
     fn session(&self) -> &Session {
         self.sink.session()
     }
+
+    fn session_mut(&mut self) -> &mut Session {
+        self.sink.session_mut()
+    }
 }
 
 /// What one poll found in the appended bytes. Messages, compactions and agents are only ever
@@ -271,6 +281,9 @@ pub struct Follower {
     seen: Seen,
     /// A read failed part way: lines may have been read without their cursor moving on.
     broken: Option<String>,
+    /// What the checks of every session (`formats::pairs`) changed in the finished session,
+    /// taken back before more lines are read.
+    checked: Option<super::pairs::Checked>,
 }
 
 /// How far one file has been read.
@@ -361,9 +374,10 @@ impl Follower {
             files: vec![Cursor::new(path.to_path_buf())],
             seen: Seen::default(),
             broken: None,
+            checked: None,
         };
         let read = f.read_appended();
-        let finished = f.log.finish();
+        let finished = f.finish();
         read?;
         finished?;
         f.seen.update(f.log.session(), f.log.call_order());
@@ -410,9 +424,9 @@ impl Follower {
         if !grown && appeared.is_empty() {
             return Ok(None);
         }
-        self.log.unfinish();
+        self.unfinish();
         let read = self.read_appended();
-        let finished = self.log.finish();
+        let finished = self.finish();
         let bytes = read.inspect_err(|e| self.broken = Some(e.to_string()))?;
         finished?;
         if self.log.rebuilt() {
@@ -429,6 +443,20 @@ impl Follower {
         update.bytes = bytes;
         self.seen.update(self.log.session(), self.log.call_order());
         Ok((!update.is_empty()).then_some(update))
+    }
+
+    /// Completes the session read so far as `formats::load_as` does.
+    fn finish(&mut self) -> Result<()> {
+        self.log.finish()?;
+        self.checked = Some(super::pairs::check(self.log.session_mut()));
+        Ok(())
+    }
+
+    fn unfinish(&mut self) {
+        if let Some(c) = self.checked.take() {
+            c.undo(self.log.session_mut());
+        }
+        self.log.unfinish();
     }
 
     /// Reads the complete lines appended to every file, then the files that appeared beside

@@ -312,6 +312,10 @@ impl LiveLog for Live {
     fn session(&self) -> &Session {
         &self.view
     }
+
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.view
+    }
 }
 
 /// Indices come from another tool: every one is checked so the rest of ctxlab can trust them.
