@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use ctxlab::formats;
 use ctxlab::model::Session;
 
+mod real_logs;
+use real_logs::real;
+
 fn sample(rel: &str) -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples")).join(rel)
 }
@@ -463,8 +466,6 @@ fn one_message_id_on_every_response_is_said_not_merged() {
 /// each request; none of them is a duplicate or an orphan of the log.
 #[test]
 fn histories_sent_again_are_not_repeats() {
-    let real = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-logs"));
-    assert!(real.is_dir(), "{} missing", real.display());
     let mut truncations = 0;
     for p in [
         sample("cline/1772700000000"),
@@ -472,11 +473,11 @@ fn histories_sent_again_are_not_repeats() {
         sample("gemini-cli/session-2026-03-03T09-26-5ae1ec23.json"),
         sample("http-capture"),
         sample("otel"),
-        real.join("cline_online-card-architecture"),
-        real.join("cline_xray"),
-        real.join("otel-genai_ms-agent-framework"),
-        real.join("llm-trace-proxy_wang0618/claude-code.jsonl"),
-        real.join("llm-trace-proxy_wang0618/adk-deepresearch.jsonl"),
+        real("cline_online-card-architecture"),
+        real("cline_xray"),
+        real("otel-genai_ms-agent-framework"),
+        real("llm-trace-proxy_wang0618/claude-code.jsonl"),
+        real("llm-trace-proxy_wang0618/adk-deepresearch.jsonl"),
     ] {
         for s in formats::load(&p).unwrap() {
             truncations += s.compactions.iter().filter(|c| c.summary.is_none()).count();
