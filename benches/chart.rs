@@ -93,10 +93,10 @@ fn main() {
         .collect();
     let (t_dec, dec) = best_of(5, || decimate::min_max(&points, 0.0, n as f64, 1090));
     let (t_png, png) = best_of(3, || {
-        chart::run_chart(&run, "bench", Format::Png, &copts).expect("png")
+        chart::run_chart(&run, &[], "bench", Format::Png, &copts).expect("png")
     });
     let (t_svg, svg) = best_of(3, || {
-        chart::run_chart(&run, "bench", Format::Svg, &copts).expect("svg")
+        chart::run_chart(&run, &[], "bench", Format::Svg, &copts).expect("svg")
     });
     let _ = std::fs::write(target_dir().join("bench-chart-1m.png"), &png);
     assert!(

@@ -31,7 +31,7 @@ fn fuseraft_run() -> Run {
 fn a_run_chart_is_a_png_with_the_data_drawn() {
     let run = fuseraft_run();
     let opts = ChartOptions::default();
-    let png_bytes = chart::run_chart(&run, "vr-forest", Format::Png, &opts).unwrap();
+    let png_bytes = chart::run_chart(&run, &[], "vr-forest", Format::Png, &opts).unwrap();
     let (w, h, px) = decode(&png_bytes);
     assert_eq!(w, opts.width);
     // Three panels: cumulative, since compaction (the thresholds live there), occupancy.
@@ -47,7 +47,14 @@ fn a_run_chart_is_a_png_with_the_data_drawn() {
 fn the_svg_names_its_panels_and_uses_thousands_separators() {
     let run = fuseraft_run();
     let svg = String::from_utf8(
-        chart::run_chart(&run, "vr-forest", Format::Svg, &ChartOptions::default()).unwrap(),
+        chart::run_chart(
+            &run,
+            &[],
+            "vr-forest",
+            Format::Svg,
+            &ChartOptions::default(),
+        )
+        .unwrap(),
     )
     .unwrap();
     for s in [
@@ -103,10 +110,18 @@ fn synthetic(n: usize) -> Run {
 #[test]
 fn a_million_point_svg_stays_under_200_kb_and_keeps_the_peaks() {
     let run = synthetic(1_000_000);
-    let svg = chart::run_chart(&run, "synthetic", Format::Svg, &ChartOptions::default()).unwrap();
+    let svg = chart::run_chart(
+        &run,
+        &[],
+        "synthetic",
+        Format::Svg,
+        &ChartOptions::default(),
+    )
+    .unwrap();
     assert!(svg.len() <= 200 * 1024, "{} bytes", svg.len());
     let small = chart::run_chart(
         &synthetic(10_000),
+        &[],
         "synthetic",
         Format::Svg,
         &ChartOptions::default(),
@@ -119,8 +134,14 @@ fn a_million_point_svg_stays_under_200_kb_and_keeps_the_peaks() {
         svg.len(),
         small.len()
     );
-    let png_bytes =
-        chart::run_chart(&run, "synthetic", Format::Png, &ChartOptions::default()).unwrap();
+    let png_bytes = chart::run_chart(
+        &run,
+        &[],
+        "synthetic",
+        Format::Png,
+        &ChartOptions::default(),
+    )
+    .unwrap();
     assert!(decode(&png_bytes).0 == 1200);
 }
 

@@ -19,7 +19,7 @@ fn the_report_is_one_self_contained_file_with_everything_a_reader_needs() {
         StrategyRun::new(plugin(&reg, "phi-core.context", json!({}))),
     ];
     let c = compare::run(&s, &runs, &options(&s), None).unwrap();
-    let html = ctxlab::report::html(&c, &reg, "vr-forest <test>").unwrap();
+    let html = ctxlab::report::html(&c, &reg, "vr-forest <test>", None).unwrap();
     // Nothing is fetched: no scripts, stylesheets, images or frames from elsewhere.
     for banned in [
         "<script", "<link", "<img", "<iframe", "src=", "@import", "url(",

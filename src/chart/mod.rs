@@ -1,23 +1,30 @@
-//! Charts of runs as PNG or SVG (plotters): per-agent cumulative input tokens and context
-//! occupancy over calls in separate, labelled panels; compaction markers (vertical, dashed,
-//! labelled with their kind; the log's own compactions in another colour than simulated ones);
-//! the strategy's warn / cutover / trigger lines (horizontal, dashed, yellow / red); a legend;
-//! token axes with thousands separators. A comparison draws one row of panels per run on shared
-//! axes (small multiples).
+//! Charts of runs as PNG or SVG (plotters), with the app's semantics (#21; the shared rules are
+//! in `scheme`): cumulative input tokens and context occupancy over calls in separate, labelled
+//! panels, one line per agent; a run alone colours its agents by family (subagents in shades of
+//! their top-level agent, dashed by depth), a comparison colours by strategy (no two strategies
+//! alike, one legend entry each) with agents as line styles, overlaid up to
+//! `small_multiples_above` strategies and one row per strategy above. Under each panel, one marker
+//! lane per strategy: compactions, the log's own compactions (grey) and per-call pruning (short
+//! ticks, ▼ where it starts to bite) as ticks, thinned when closer than a few pixels. The
+//! strategy's warn / cutover / trigger lines (horizontal, dashed, yellow / red), and on the
+//! occupancy panel its own estimate of the context (dotted) where its thresholds fire on it;
+//! a legend; token axes with thousands separators.
 //!
 //! Every line is min-max decimated to the panel's pixel width before drawing, so the cost of a
 //! chart and the size of an SVG do not grow with the series length. Text uses a font compiled
 //! into the binary: no system font is needed.
 
 pub mod decimate;
+pub mod scheme;
 
 use crate::error::{Error, Result};
 use crate::fmt::fmt_tokens;
-use crate::replay::{CompactionKind, Run};
+use crate::replay::Run;
 use ctxlab_plugin_api::{Line as ThresholdLine, ThresholdKind};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use scheme::{Rgb, Tick, TickKind};
 use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,28 +71,20 @@ impl Default for ChartOptions {
 
 const FONT: &str = "sans-serif";
 const TITLE_HEIGHT: u32 = 56;
-/// Agents' colours, in agent order (no red or yellow: those mean thresholds).
-const PALETTE: &[RGBColor] = &[
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 55, 94),
-    RGBColor(127, 127, 0),
-    RGBColor(100, 100, 100),
-];
-const SIMULATED: RGBColor = RGBColor(120, 120, 120);
-const RECORDED: RGBColor = RGBColor(0, 150, 136);
 const WARN: RGBColor = RGBColor(230, 180, 0);
 const CUTOVER: RGBColor = RGBColor(214, 39, 40);
 const WINDOW: RGBColor = RGBColor(40, 40, 40);
-/// At most this many compaction markers per panel: beyond it they would merge into a grey block
-/// (and bloat an SVG); a note says how many calls compacted.
-const MAX_MARKERS: usize = 30;
-/// Markers are labelled one by one only up to this many; past it the labels would be a wall of
-/// text, and one note names the kinds instead.
-const MAX_LABELLED: usize = 16;
+/// Ticks of the log's own compactions are grey on every lane (the app's muted colour).
+const RECORDED: RGBColor = RGBColor(120, 120, 120);
+const MUTED: RGBColor = RGBColor(110, 110, 110);
+/// Height of one marker lane, in pixels.
+const LANE_H: u32 = 14;
+/// The dots of a strategy's own-estimate line.
+const OWN_DASH: [u32; 2] = [2, 3];
+
+fn rgb(c: Rgb) -> RGBColor {
+    RGBColor(c.0, c.1, c.2)
+}
 
 fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -101,6 +100,9 @@ fn register_font() {
 
 struct Series {
     color: RGBColor,
+    /// Dash and gap lengths in pixels; empty: solid.
+    dash: Vec<u32>,
+    width: u32,
     points: Vec<(f64, f64)>,
 }
 
@@ -110,17 +112,18 @@ struct HLine {
     color: RGBColor,
 }
 
-struct Marker {
-    x: f64,
+/// One strategy's marker lane under a panel.
+struct Lane {
     label: String,
-    recorded: bool,
+    color: RGBColor,
+    ticks: Vec<Tick>,
 }
 
 struct Panel {
     title: String,
     series: Vec<Series>,
     hlines: Vec<HLine>,
-    markers: Vec<Marker>,
+    lanes: Vec<Lane>,
     y_max: f64,
 }
 
@@ -128,7 +131,8 @@ struct Panel {
 struct LegendEntry {
     label: String,
     color: RGBColor,
-    dashed: bool,
+    dash: Vec<u32>,
+    width: u32,
 }
 
 struct Figure {
@@ -157,6 +161,13 @@ impl Quantity {
             Quantity::Occupancy => "Context occupancy (tokens in the window at each call)",
         }
     }
+    fn short(self) -> &'static str {
+        match self {
+            Quantity::Cumulative => "cumulative input tokens",
+            Quantity::SinceCompaction => "cumulative since compaction",
+            Quantity::Occupancy => "context occupancy",
+        }
+    }
     fn line(self) -> ThresholdLine {
         match self {
             Quantity::Cumulative => ThresholdLine::Cumulative,
@@ -164,16 +175,12 @@ impl Quantity {
             Quantity::Occupancy => ThresholdLine::Occupancy,
         }
     }
-}
-
-fn kind_name(kind: CompactionKind) -> &'static str {
-    match kind {
-        CompactionKind::Drop => "drop",
-        CompactionKind::Summarize => "summarize",
-        CompactionKind::Truncate => "truncate",
-        CompactionKind::Mask => "mask",
-        CompactionKind::Offload => "offload",
-        CompactionKind::Recorded => "recorded",
+    fn of(self, s: &crate::replay::Sample) -> u64 {
+        match self {
+            Quantity::Cumulative => s.cumulative_input,
+            Quantity::SinceCompaction => s.cumulative_since_compaction,
+            Quantity::Occupancy => s.input_tokens,
+        }
     }
 }
 
@@ -181,65 +188,148 @@ fn kind_name(kind: CompactionKind) -> &'static str {
 /// on it (fuseraft's WarnAt / CutoverAt), so no line is ever shown against the wrong series.
 fn quantities(run: &Run) -> Vec<Quantity> {
     let mut q = vec![Quantity::Cumulative];
-    if run
-        .thresholds
-        .iter()
-        .any(|t| t.line == ThresholdLine::CumulativeSinceCompaction)
-    {
+    if has_since(&[run]) {
         q.push(Quantity::SinceCompaction);
     }
     q.push(Quantity::Occupancy);
     q
 }
 
-fn panel(run: &Run, q: Quantity, title: String) -> Panel {
-    let mut per_agent: Vec<Vec<(f64, f64)>> = vec![Vec::new(); run.agents.len()];
-    for s in &run.samples {
-        let v = match q {
-            Quantity::Cumulative => s.cumulative_input,
-            Quantity::SinceCompaction => s.cumulative_since_compaction,
-            Quantity::Occupancy => s.input_tokens,
-        };
-        if let Some(a) = per_agent.get_mut(s.agent) {
-            a.push((s.call as f64, v as f64));
-        }
+fn has_since(runs: &[&Run]) -> bool {
+    runs.iter().any(|r| {
+        r.thresholds
+            .iter()
+            .any(|t| t.line == ThresholdLine::CumulativeSinceCompaction)
+    })
+}
+
+/// How one run is drawn in a panel: its lines' colours and styles.
+struct RunStyle<'a> {
+    run: &'a Run,
+    label: &'a str,
+    /// The run's colour (its lane, its own-estimate lines in a comparison).
+    color: RGBColor,
+    /// Per agent: colour and dash.
+    agents: Vec<(RGBColor, Vec<u32>)>,
+}
+
+/// A run alone: agents in their colour families, subagents dashed by depth (as the app's
+/// Session chart).
+fn single_style<'a>(run: &'a Run, parents: &[Option<usize>]) -> RunStyle<'a> {
+    let s = scheme::scheme();
+    let mut parents: Vec<Option<usize>> = parents.to_vec();
+    parents.resize(run.agents.len(), None);
+    let fam = scheme::agent_families(&parents);
+    RunStyle {
+        run,
+        label: &run.strategy,
+        color: rgb(s.nth(0)),
+        agents: fam
+            .iter()
+            .map(|f| (rgb(f.color), s.agent_dash(f.depth).to_vec()))
+            .collect(),
     }
-    let series: Vec<Series> = per_agent
-        .into_iter()
-        .enumerate()
-        .filter(|(_, p)| !p.is_empty())
-        .map(|(i, points)| Series {
-            color: PALETTE[i % PALETTE.len()],
-            points,
+}
+
+/// Runs compared: colour = strategy, agent = line style (as the app's Compare).
+fn compared_styles<'a>(runs: &[(&'a str, &'a Run)]) -> Vec<RunStyle<'a>> {
+    let s = scheme::scheme();
+    let names: Vec<&str> = runs.iter().map(|r| r.0).collect();
+    let colors = scheme::strategy_colors(&names);
+    runs.iter()
+        .zip(colors)
+        .map(|((label, run), c)| RunStyle {
+            run,
+            label,
+            color: rgb(c),
+            agents: (0..run.agents.len())
+                .map(|a| (rgb(c), s.agent_dash(a).to_vec()))
+                .collect(),
         })
-        .collect();
-    let data_max = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let mut hlines: Vec<HLine> = run
-        .thresholds
-        .iter()
-        .filter(|t| t.line == q.line())
-        .map(|t| {
+        .collect()
+}
+
+fn panel(styles: &[&RunStyle<'_>], q: Quantity, title: String) -> Panel {
+    let overlaid = styles.len() > 1;
+    let mut series = Vec::new();
+    let mut hlines: Vec<HLine> = Vec::new();
+    for st in styles {
+        let run = st.run;
+        let mut per_agent: Vec<Vec<(f64, f64)>> = vec![Vec::new(); run.agents.len()];
+        for s in &run.samples {
+            if let Some(a) = per_agent.get_mut(s.agent) {
+                a.push((s.call as f64, q.of(s) as f64));
+            }
+        }
+        for (i, points) in per_agent.into_iter().enumerate() {
+            if points.is_empty() {
+                continue;
+            }
+            let (color, dash) = st.agents.get(i).cloned().unwrap_or((MUTED, Vec::new()));
+            series.push(Series {
+                color,
+                dash,
+                width: 2,
+                points,
+            });
+        }
+        // Where the strategy checks its thresholds on its own estimate, that estimate is drawn
+        // (dotted, thin) beside the provider's count, and its thresholds say so.
+        let own = if q == Quantity::Occupancy {
+            scheme::own_estimates(run)
+        } else {
+            Vec::new()
+        };
+        for o in &own {
+            let color = if overlaid {
+                st.color
+            } else {
+                st.agents.get(o.agent).map_or(MUTED, |a| a.0)
+            };
+            series.push(Series {
+                color,
+                dash: OWN_DASH.to_vec(),
+                width: 1,
+                points: o.points.iter().map(|&(c, v)| (c as f64, v)).collect(),
+            });
+        }
+        for t in run.thresholds.iter().filter(|t| t.line == q.line()) {
             let (word, color) = match t.kind {
                 ThresholdKind::Warn => ("warn", WARN),
                 ThresholdKind::Cutover => ("cutover", CUTOVER),
                 ThresholdKind::Trigger => ("trigger", CUTOVER),
             };
-            HLine {
+            let who = if overlaid {
+                format!("{}: ", st.label)
+            } else {
+                String::new()
+            };
+            let space = if own.is_empty() {
+                String::new()
+            } else {
+                format!(" · on {}'s own estimate", run.strategy)
+            };
+            hlines.push(HLine {
                 y: t.tokens as f64,
-                label: format!("{word}: {} {}", t.label, fmt_tokens(t.tokens)),
+                label: format!("{who}{word}: {} {}{space}", t.label, fmt_tokens(t.tokens)),
                 color,
-            }
-        })
-        .collect();
+            });
+        }
+    }
+    let data_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
     if q == Quantity::Occupancy {
-        hlines.push(HLine {
-            y: run.budget.context_window as f64,
-            label: format!("context window {}", fmt_tokens(run.budget.context_window)),
-            color: WINDOW,
-        });
+        let mut windows: Vec<u64> = styles.iter().map(|s| s.run.budget.context_window).collect();
+        windows.dedup();
+        for w in windows {
+            hlines.push(HLine {
+                y: w as f64,
+                label: format!("context window {}", fmt_tokens(w)),
+                color: WINDOW,
+            });
+        }
     }
     // A line far above the data would flatten it: it is named in the title instead (at drawing
     // time, since a comparison shares its axes after the panels are built).
@@ -255,49 +345,60 @@ fn panel(run: &Run, q: Quantity, title: String) -> Panel {
         title,
         series,
         hlines,
-        markers: markers(run),
+        lanes: styles
+            .iter()
+            .map(|st| Lane {
+                label: st.label.to_string(),
+                color: st.color,
+                ticks: scheme::run_ticks(st.run),
+            })
+            .collect(),
         y_max,
     }
 }
 
-/// The legend of a figure: every agent, and each kind of marker and line that is drawn.
-fn legend(runs: &[&Run], panels: &[Panel]) -> Vec<LegendEntry> {
-    let mut out = Vec::new();
-    let mut agents: Vec<(usize, &str)> = Vec::new();
-    for r in runs {
-        for (i, a) in r.agents.iter().enumerate() {
-            if !agents.iter().any(|(_, x)| *x == a.as_str())
-                && r.samples.iter().any(|s| s.agent == i)
-            {
-                agents.push((i, a));
-            }
-        }
+fn entry(label: impl Into<String>, color: RGBColor, dash: &[u32], width: u32) -> LegendEntry {
+    LegendEntry {
+        label: label.into(),
+        color,
+        dash: dash.to_vec(),
+        width,
     }
-    for (i, a) in agents {
-        out.push(LegendEntry {
-            label: format!("agent {a}"),
-            color: PALETTE[i % PALETTE.len()],
-            dashed: false,
-        });
+}
+
+/// What the lanes, own-estimate lines and thresholds of a figure need in its legend.
+fn legend_tail(out: &mut Vec<LegendEntry>, panels: &[Panel]) {
+    if panels.iter().any(|p| p.series.iter().any(|s| s.width == 1)) {
+        out.push(entry(
+            "the strategy's own estimate (where its thresholds fire)",
+            MUTED,
+            &OWN_DASH,
+            1,
+        ));
     }
-    let any_marker = |rec: bool| {
+    let tick = |k: TickKind| {
         panels
             .iter()
-            .any(|p| p.markers.iter().any(|m| m.recorded == rec))
+            .any(|p| p.lanes.iter().any(|l| l.ticks.iter().any(|t| t.kind == k)))
     };
-    if any_marker(false) {
-        out.push(LegendEntry {
-            label: "simulated compaction".into(),
-            color: SIMULATED,
-            dashed: true,
-        });
+    if tick(TickKind::Compaction) {
+        out.push(entry("lane tick: compaction", MUTED, &[], 3));
     }
-    if any_marker(true) {
-        out.push(LegendEntry {
-            label: "compaction recorded in the log".into(),
-            color: RECORDED,
-            dashed: true,
-        });
+    if tick(TickKind::Recorded) {
+        out.push(entry(
+            "lane tick: compaction recorded in the log",
+            RECORDED,
+            &[],
+            3,
+        ));
+    }
+    if tick(TickKind::Pruning) {
+        out.push(entry(
+            "lane tick: per-call pruning (a triangle where it starts to bite)",
+            MUTED,
+            &[],
+            1,
+        ));
     }
     let lines = |c: RGBColor| {
         panels
@@ -305,70 +406,57 @@ fn legend(runs: &[&Run], panels: &[Panel]) -> Vec<LegendEntry> {
             .any(|p| p.hlines.iter().any(|h| h.color == c && h.y <= p.y_max))
     };
     if lines(WARN) {
-        out.push(LegendEntry {
-            label: "warn threshold".into(),
-            color: WARN,
-            dashed: true,
-        });
+        out.push(entry("warn threshold", WARN, &[5, 3], 2));
     }
     if lines(CUTOVER) {
-        out.push(LegendEntry {
-            label: "cutover / trigger threshold".into(),
-            color: CUTOVER,
-            dashed: true,
-        });
+        out.push(entry("cutover / trigger threshold", CUTOVER, &[5, 3], 2));
     }
     if lines(WINDOW) {
-        out.push(LegendEntry {
-            label: "context window".into(),
-            color: WINDOW,
-            dashed: true,
-        });
+        out.push(entry("context window", WINDOW, &[5, 3], 2));
     }
-    out
 }
 
-/// One marker per call that compacted (kinds joined), the log's own compactions apart.
-fn markers(run: &Run) -> Vec<Marker> {
-    let mut out: Vec<Marker> = Vec::new();
-    for c in &run.compactions {
-        let recorded = c.kind == CompactionKind::Recorded;
-        let name = match (&c.trigger, recorded) {
-            (Some(t), true) => format!("recorded ({t})"),
-            _ => kind_name(c.kind).to_string(),
-        };
-        match out
-            .iter_mut()
-            .rev()
-            .take(4)
-            .find(|m| m.x == c.call as f64 && m.recorded == recorded)
-        {
-            Some(m) if !m.label.split('+').any(|k| k == name) => {
-                m.label = format!("{}+{name}", m.label)
-            }
-            Some(_) => {}
-            None => out.push(Marker {
-                x: c.call as f64,
-                label: name,
-                recorded,
-            }),
-        }
-    }
-    out
-}
-
-fn run_figure(run: &Run, title: &str) -> Figure {
+fn run_figure(run: &Run, parents: &[Option<usize>], title: &str) -> Figure {
+    let st = single_style(run, parents);
     let panels: Vec<Panel> = quantities(run)
         .into_iter()
-        .map(|q| panel(run, q, q.title().to_string()))
+        .map(|q| panel(&[&st], q, q.title().to_string()))
         .collect();
+    // One entry per agent that has calls, in its colour and style.
+    let mut legend: Vec<LegendEntry> = Vec::new();
+    for (i, a) in run.agents.iter().enumerate() {
+        if !run.samples.iter().any(|s| s.agent == i) {
+            continue;
+        }
+        let (color, dash) = st.agents[i].clone();
+        let label = match parents
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|p| run.agents.get(p))
+        {
+            Some(p) => format!("{} (subagent of {p})", agent_label(a)),
+            None => agent_label(a),
+        };
+        legend.push(entry(label, color, &dash, 3));
+    }
+    legend_tail(&mut legend, &panels);
     Figure {
         title: title.to_string(),
         subtitle: subtitle(run),
         cols: 1,
-        legend: legend(&[run], &panels),
+        legend,
         panels,
         x_max: x_max(&[run]),
+    }
+}
+
+/// `agent main`; an id that already says it is an agent (`agent-3`) as it is.
+fn agent_label(id: &str) -> String {
+    if id.starts_with("agent") {
+        id.to_string()
+    } else {
+        format!("agent {id}")
     }
 }
 
@@ -392,18 +480,33 @@ fn x_max(runs: &[&Run]) -> f64 {
         .max(1.0)
 }
 
-/// Small multiples: one row per run (cumulative | occupancy), the same axes in every row.
+/// Up to `small_multiples_above` runs: one row, every run overlaid (colour = strategy). More:
+/// one row per run (small multiples). Either way cumulative | occupancy on shared axes, and under
+/// each panel one marker lane per run.
 fn comparison_figure(runs: &[(&str, &Run)], title: &str) -> Figure {
-    let qs = [Quantity::Cumulative, Quantity::Occupancy];
+    let all: Vec<&Run> = runs.iter().map(|r| r.1).collect();
+    let cumulative = if has_since(&all) {
+        Quantity::SinceCompaction
+    } else {
+        Quantity::Cumulative
+    };
+    let qs = [cumulative, Quantity::Occupancy];
+    let styles = compared_styles(runs);
+    let per_run = runs.len() > scheme::scheme().small_multiples_above;
+    let groups: Vec<Vec<&RunStyle<'_>>> = if per_run {
+        styles.iter().map(|s| vec![s]).collect()
+    } else {
+        vec![styles.iter().collect()]
+    };
     let mut panels = Vec::new();
-    for (label, run) in runs {
+    for g in &groups {
         for q in qs {
-            let short = match q {
-                Quantity::Cumulative => "cumulative input tokens",
-                Quantity::SinceCompaction => "cumulative since compaction",
-                Quantity::Occupancy => "context occupancy",
+            let title = if per_run {
+                format!("{} — {}", g[0].label, q.short())
+            } else {
+                q.title().to_string()
             };
-            panels.push(panel(run, q, format!("{label} — {short}")));
+            panels.push(panel(g, q, title));
         }
     }
     for col in 0..qs.len() {
@@ -417,22 +520,51 @@ fn comparison_figure(runs: &[(&str, &Run)], title: &str) -> Figure {
             p.y_max = y;
         }
     }
-    let all: Vec<&Run> = runs.iter().map(|r| r.1).collect();
+    // One entry per strategy in its colour, then the agents' line styles.
+    let mut legend: Vec<LegendEntry> = styles
+        .iter()
+        .map(|s| entry(s.label, s.color, &[], 3))
+        .collect();
+    let mut agents: Vec<(usize, &str)> = Vec::new();
+    for r in &all {
+        for (i, a) in r.agents.iter().enumerate() {
+            if !agents.iter().any(|(j, _)| *j == i) && r.samples.iter().any(|s| s.agent == i) {
+                agents.push((i, a));
+            }
+        }
+    }
+    if agents.len() > 1 {
+        agents.sort();
+        for (i, a) in agents {
+            legend.push(entry(
+                agent_label(a),
+                MUTED,
+                scheme::scheme().agent_dash(i),
+                2,
+            ));
+        }
+    }
+    legend_tail(&mut legend, &panels);
     Figure {
         title: title.to_string(),
         subtitle: runs
             .first()
             .map(|(_, r)| {
                 format!(
-                    "window {} · counter {} · {} calls · each row one strategy, same axes",
+                    "window {} · counter {} · {} calls · {}",
                     fmt_tokens(r.budget.context_window),
                     r.counter,
-                    fmt_tokens(r.metrics.calls)
+                    fmt_tokens(r.metrics.calls),
+                    if per_run {
+                        "each row one strategy, same axes"
+                    } else {
+                        "colour = strategy, line style = agent"
+                    }
                 )
             })
             .unwrap_or_default(),
         cols: qs.len(),
-        legend: legend(&all, &panels),
+        legend,
         panels,
         x_max: x_max(&all),
     }
@@ -492,18 +624,19 @@ fn draw<DB: DrawingBackend>(
         let y = TITLE_HEIGHT as i32 + 8 + 22 * row as i32;
         let mut x = 14;
         for e in entries {
-            let style = e.color.stroke_width(if e.dashed { 2 } else { 3 });
-            if e.dashed {
-                head.draw(&DashedPathElement::new(
-                    vec![(x, y), (x + 28, y)],
-                    5,
-                    3,
-                    style,
-                ))
-                .map_err(draw_err)?;
-            } else {
-                head.draw(&PathElement::new(vec![(x, y), (x + 28, y)], style))
-                    .map_err(draw_err)?;
+            let style = e.color.stroke_width(e.width);
+            match e.dash.as_slice() {
+                [] => head
+                    .draw(&PathElement::new(vec![(x, y), (x + 28, y)], style))
+                    .map_err(draw_err)?,
+                d => head
+                    .draw(&DashedPathElement::new(
+                        vec![(x, y), (x + 28, y)],
+                        d[0],
+                        d.get(1).copied().unwrap_or(d[0]),
+                        style,
+                    ))
+                    .map_err(draw_err)?,
             }
             head.draw(&Text::new(
                 e.label.clone(),
@@ -563,16 +696,31 @@ fn draw_panel<DB: DrawingBackend>(
     x_max: f64,
     format: Format,
 ) -> Result<()> {
+    let lane_h = if p.lanes.is_empty() {
+        0
+    } else {
+        p.lanes.len() as u32 * LANE_H + 6
+    };
+    let (area, lane_area) = area.split_vertically(area.dim_in_pixel().1.saturating_sub(lane_h));
     let (shown, above): (Vec<&HLine>, Vec<&HLine>) = p.hlines.iter().partition(|h| h.y <= p.y_max);
-    let mut title = p.title.clone();
-    if !above.is_empty() {
-        let names: Vec<&str> = above.iter().map(|h| h.label.as_str()).collect();
-        title.push_str(&format!(" — above the chart: {}", names.join(", ")));
-    }
-    let mut chart = ChartBuilder::on(area)
+    // Panels side by side: a caption longer than its panel would run into its neighbour's.
+    let fits = |text: &str, px: i32| {
+        let n = (px.max(0) as usize) / 7;
+        if text.chars().count() > n {
+            format!(
+                "{}…",
+                text.chars().take(n.saturating_sub(1)).collect::<String>()
+            )
+        } else {
+            text.to_string()
+        }
+    };
+    let title = fits(&p.title, area.dim_in_pixel().0 as i32 - 16);
+    let mut chart = ChartBuilder::on(&area)
         .caption(title, (FONT, 16))
         .margin(8)
         .margin_right(18)
+        .margin_bottom(2)
         .x_label_area_size(34)
         .y_label_area_size(92)
         .build_cartesian_2d(0f64..x_max, 0f64..p.y_max)
@@ -608,16 +756,17 @@ fn draw_panel<DB: DrawingBackend>(
             last = Some(px);
             keep
         });
-        match format {
-            Format::Svg => {
+        let style = s.color.stroke_width(s.width);
+        match (s.dash.as_slice(), format) {
+            ([], Format::Svg) => {
                 chart
-                    .draw_series(LineSeries::new(pts, s.color.stroke_width(2)))
+                    .draw_series(LineSeries::new(pts, style))
                     .map_err(draw_err)?;
             }
-            // plotters turns a wide bitmap line into a polygon whose corner at a near-reversal
-            // (a decimated column's max then min) lies far off the chart: two 1-pixel lines, one
-            // pixel apart, draw the same 2-pixel line without that spike.
-            Format::Png => {
+            ([], Format::Png) if s.width > 1 => {
+                // plotters turns a wide bitmap line into a polygon whose corner at a
+                // near-reversal (a decimated column's max then min) lies far off the chart: two
+                // 1-pixel lines, one pixel apart, draw the same 2-pixel line without that spike.
                 let dy = p.y_max / h.max(1) as f64;
                 let shifted: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x, y + dy)).collect();
                 for line in [pts, shifted] {
@@ -626,12 +775,43 @@ fn draw_panel<DB: DrawingBackend>(
                         .map_err(draw_err)?;
                 }
             }
+            ([], Format::Png) => {
+                chart
+                    .draw_series(LineSeries::new(pts, style))
+                    .map_err(draw_err)?;
+            }
+            (d, Format::Svg) => {
+                chart
+                    .draw_series(LineSeries::new(
+                        pts,
+                        svg_dash_tag(s.color, d).stroke_width(s.width),
+                    ))
+                    .map_err(draw_err)?;
+            }
+            (d, Format::Png) => {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts,
+                        d[0],
+                        d.get(1).copied().unwrap_or(d[0]),
+                        style,
+                    ))
+                    .map_err(draw_err)?;
+            }
         }
     }
 
-    // Threshold lines first, so their labels (right end, above the line, or below when another
-    // label is there) are known before the compaction labels look for room.
+    // Lines above the drawn range are named in the plot's top-left corner.
     let mut taken: Vec<Rect> = Vec::new();
+    if !above.is_empty() {
+        let names: Vec<&str> = above.iter().map(|h| h.label.as_str()).collect();
+        let note = fits(&format!("above the chart: {}", names.join(", ")), w - 12);
+        let r = Rect(4, 2, 4 + text_width(&note), 17);
+        label(&plot, &note, r, MUTED)?;
+        taken.push(r);
+    }
+    // Threshold lines, each labelled at its right end (above the line, or below when another
+    // label is there).
     for l in &shown {
         chart
             .draw_series(DashedLineSeries::new(
@@ -652,58 +832,69 @@ fn draw_panel<DB: DrawingBackend>(
         };
         label(&plot, &l.label, r, l.color)?;
         taken.push(r);
-        // The line itself: a compaction label must not sit on it either.
-        taken.push(Rect(0, py - 2, w, py + 2));
     }
 
-    // Compaction markers, thinned to MAX_MARKERS evenly over the run; a label where it fits
-    // (right of its line, or left of it at the right edge).
-    let step = p.markers.len().div_ceil(MAX_MARKERS).max(1);
-    let labelled = p.markers.len() <= MAX_LABELLED;
-    for m in p.markers.iter().step_by(step) {
-        let color = if m.recorded { RECORDED } else { SIMULATED };
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(m.x, 0.0), (m.x, p.y_max)],
-                8,
-                7,
-                color.stroke_width(1),
+    // The marker lanes, under the x axis, on the plotting area's x scale.
+    let base = lane_area.get_base_pixel().0;
+    let left = px0 - base;
+    let to_px = |call: usize| (chart.backend_coord(&(call as f64, 0.0)).0 - px0) as f64;
+    let gap = scheme::scheme().lane_min_gap_px;
+    for (li, lane) in p.lanes.iter().enumerate() {
+        let y = li as i32 * LANE_H as i32 + 2;
+        let lh = LANE_H as i32 - 2;
+        lane_area
+            .draw(&Rectangle::new(
+                [(left, y), (left + w, y + lh)],
+                RGBColor(240, 240, 240).filled(),
             ))
             .map_err(draw_err)?;
-        if !labelled {
-            continue;
-        }
-        let px = chart.backend_coord(&(m.x, p.y_max)).0 - px0;
-        let tw = text_width(&m.label);
-        let found = [2, 20, 38].into_iter().find_map(|y| {
-            [
-                Rect(px + 3, y, px + 3 + tw, y + 15),
-                Rect(px - 3 - tw, y, px - 3, y + 15),
-            ]
-            .into_iter()
-            .find(|r| r.0 >= 0 && r.2 <= w && !taken.iter().any(|t| t.hits(r)))
-        });
-        if let Some(r) = found {
-            label(&plot, &m.label, r, color)?;
-            taken.push(r);
-        }
-    }
-    if !labelled {
-        let mut kinds: Vec<&str> = p.markers.iter().flat_map(|m| m.label.split('+')).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        let note = format!(
-            "{} calls compacted ({}){}",
-            fmt_tokens(p.markers.len() as u64),
-            kinds.join(", "),
-            if step > 1 {
-                format!("; one in {step} marked")
-            } else {
-                String::new()
+        let name = if lane.label.chars().count() > 12 {
+            format!("{}…", lane.label.chars().take(11).collect::<String>())
+        } else {
+            lane.label.clone()
+        };
+        let tw = name.chars().count() as i32 * 6;
+        lane_area
+            .draw(&Text::new(
+                name,
+                (left - 6 - tw, y),
+                (FONT, 11).into_font().color(&lane.color),
+            ))
+            .map_err(draw_err)?;
+        for t in scheme::thin_ticks(&lane.ticks, to_px, 0, x_max as usize, gap) {
+            let x = left + t.x.round() as i32;
+            match t.kind {
+                TickKind::Pruning => {
+                    lane_area
+                        .draw(&PathElement::new(
+                            vec![(x, y + lh - 4), (x, y + lh)],
+                            lane.color.mix(0.55).stroke_width(1),
+                        ))
+                        .map_err(draw_err)?;
+                    if t.first.starts {
+                        lane_area
+                            .draw(&Polygon::new(
+                                vec![(x - 4, y + 1), (x + 4, y + 1), (x, y + 7)],
+                                lane.color.filled(),
+                            ))
+                            .map_err(draw_err)?;
+                    }
+                }
+                kind => {
+                    let c = if kind == TickKind::Recorded {
+                        RECORDED
+                    } else {
+                        lane.color
+                    };
+                    lane_area
+                        .draw(&PathElement::new(
+                            vec![(x, y + 1), (x, y + lh - 1)],
+                            c.stroke_width(if t.count > 1 { 3 } else { 2 }),
+                        ))
+                        .map_err(draw_err)?;
+                }
             }
-        );
-        let tw = text_width(&note);
-        label(&plot, &note, Rect(4, 2, 4 + tw, 17), SIMULATED)?;
+        }
     }
     Ok(())
 }
@@ -711,9 +902,11 @@ fn draw_panel<DB: DrawingBackend>(
 fn render(fig: &Figure, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> {
     register_font();
     let rows = fig.panels.len().div_ceil(fig.cols) as u32;
+    // The lanes come on top of the panel's height, so many strategies do not squash the plot.
+    let lanes = fig.panels.iter().map(|p| p.lanes.len()).max().unwrap_or(0) as u32;
     let (w, h) = (
         opts.width,
-        header_height(fig, opts.width) + rows * opts.panel_height,
+        header_height(fig, opts.width) + rows * (opts.panel_height + lanes * LANE_H + 6),
     );
     match format {
         Format::Svg => {
@@ -723,7 +916,7 @@ fn render(fig: &Figure, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> 
                 fig,
                 format,
             )?;
-            Ok(s.into_bytes())
+            Ok(svg_dashes(s).into_bytes())
         }
         Format::Png => {
             let mut rgb = vec![0u8; (w * h * 3) as usize];
@@ -732,23 +925,68 @@ fn render(fig: &Figure, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> 
                 fig,
                 format,
             )?;
-            let mut out = Vec::new();
-            let mut enc = png::Encoder::new(&mut out, w, h);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            let png_err =
-                |e: png::EncodingError| Error::Invalid(format!("cannot encode the PNG: {e}"));
-            let mut writer = enc.write_header().map_err(png_err)?;
-            writer.write_image_data(&rgb).map_err(png_err)?;
-            writer.finish().map_err(png_err)?;
-            Ok(out)
+            encode_png(&rgb, w, h)
         }
     }
 }
 
+/// The dash patterns an SVG line can carry: the agents' and the own-estimate dots.
+fn dash_patterns() -> Vec<&'static [u32]> {
+    let mut out: Vec<&'static [u32]> = scheme::scheme()
+        .agent_dashes
+        .iter()
+        .map(Vec::as_slice)
+        .collect();
+    out.push(&OWN_DASH);
+    out
+}
+
+/// plotters' SVG backend has no dashes, and drawing each dash as its own element makes an SVG
+/// grow with every dashed line's length; so a dashed line is written whole, tagged by an opacity
+/// no other element uses (0.990, 0.989, … by pattern), and `svg_dashes` turns the tag into a
+/// `stroke-dasharray`.
+fn svg_dash_tag(c: RGBColor, dash: &[u32]) -> RGBAColor {
+    let k = dash_patterns().iter().position(|d| *d == dash).unwrap_or(0);
+    c.mix((990 - k) as f64 / 1000.0)
+}
+
+fn svg_dashes(mut svg: String) -> String {
+    for (k, d) in dash_patterns().iter().enumerate() {
+        if d.is_empty() {
+            continue;
+        }
+        let tag = format!("opacity=\"{}\"", (990 - k) as f64 / 1000.0);
+        let with: Vec<String> = d.iter().map(u32::to_string).collect();
+        svg = svg.replace(
+            &tag,
+            &format!("opacity=\"1\" stroke-dasharray=\"{}\"", with.join(" ")),
+        );
+    }
+    svg
+}
+
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let png_err = |e: png::EncodingError| Error::Invalid(format!("cannot encode the PNG: {e}"));
+    let mut writer = enc.write_header().map_err(png_err)?;
+    writer.write_image_data(rgb).map_err(png_err)?;
+    writer.finish().map_err(png_err)?;
+    Ok(out)
+}
+
 /// The chart of one run.
-pub fn run_chart(run: &Run, title: &str, format: Format, opts: &ChartOptions) -> Result<Vec<u8>> {
-    render(&run_figure(run, title), format, opts)
+/// `parents[i]` is the parent of agent i (`model::Agent::parent`), for the colour families.
+pub fn run_chart(
+    run: &Run,
+    parents: &[Option<usize>],
+    title: &str,
+    format: Format,
+    opts: &ChartOptions,
+) -> Result<Vec<u8>> {
+    render(&run_figure(run, parents, title), format, opts)
 }
 
 /// Small multiples of several runs of one session, labelled.
@@ -771,4 +1009,123 @@ pub fn comparison_chart(
 /// Writes `bytes` to `path`.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+}
+
+/// At most this many calls of an agent are drawn in a composition chart (evenly spaced, the
+/// last always in): bands are smooth at that density, and an SVG stays small.
+const MAX_AREA_POINTS: usize = 400;
+
+/// What filled one agent's context over its calls (`calls`, in order), as stacked areas
+/// (`scheme::agent_areas`): each band drawn from 0 to its top, top band first, so each shows
+/// between the one below and its own top. The legend is the caller's (the report writes it in
+/// HTML, beside each band's peak).
+pub fn composition_chart(
+    calls: &[usize],
+    bands: &[scheme::Band],
+    title: &str,
+    format: Format,
+    opts: &ChartOptions,
+) -> Result<Vec<u8>> {
+    register_font();
+    let (w, h) = (opts.width, opts.panel_height);
+    let stride = calls.len().div_ceil(MAX_AREA_POINTS).max(1);
+    let mut picks: Vec<usize> = (0..calls.len()).step_by(stride).collect();
+    if let Some(last) = calls.len().checked_sub(1) {
+        if picks.last() != Some(&last) {
+            picks.push(last);
+        }
+    }
+    // One call alone is drawn as a bar one call wide.
+    let xs: Vec<f64> = picks.iter().map(|&j| calls[j] as f64).collect();
+    let (x_lo, x_hi) = match (xs.first(), xs.last()) {
+        (Some(&a), Some(&b)) if b > a => (a, b),
+        (Some(&a), _) => (a - 0.5, a + 0.5),
+        _ => (0.0, 1.0),
+    };
+    let y_max = bands
+        .last()
+        .map(|b| b.top.iter().copied().max().unwrap_or(0))
+        .unwrap_or(0)
+        .max(1) as f64
+        * 1.05;
+    let area = AreaPlot {
+        calls,
+        bands,
+        picks: &picks,
+        x: (x_lo, x_hi),
+        y_max,
+        title,
+    };
+    match format {
+        Format::Svg => {
+            let mut s = String::new();
+            area.draw(SVGBackend::with_string(&mut s, (w, h)).into_drawing_area())?;
+            Ok(s.into_bytes())
+        }
+        Format::Png => {
+            let mut rgb_buf = vec![0u8; (w * h * 3) as usize];
+            area.draw(BitMapBackend::with_buffer(&mut rgb_buf, (w, h)).into_drawing_area())?;
+            encode_png(&rgb_buf, w, h)
+        }
+    }
+}
+
+struct AreaPlot<'a> {
+    calls: &'a [usize],
+    bands: &'a [scheme::Band],
+    picks: &'a [usize],
+    x: (f64, f64),
+    y_max: f64,
+    title: &'a str,
+}
+
+impl AreaPlot<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<()> {
+        let AreaPlot {
+            calls,
+            bands,
+            picks,
+            x: (x_lo, x_hi),
+            y_max,
+            title,
+        } = *self;
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 16))
+            .margin(8)
+            .margin_right(18)
+            .x_label_area_size(34)
+            .y_label_area_size(92)
+            .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("call")
+            .y_desc("tokens in the context")
+            .x_labels(10)
+            .y_labels(6)
+            .x_label_formatter(&|x| fmt_tokens(x.round().max(0.0) as u64))
+            .y_label_formatter(&|y| fmt_tokens(y.round().max(0.0) as u64))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(RGBColor(238, 238, 238))
+            .max_light_lines(2)
+            .bold_line_style(RGBColor(215, 215, 215))
+            .draw()
+            .map_err(draw_err)?;
+        for b in bands.iter().rev() {
+            let mut pts: Vec<(f64, f64)> = picks
+                .iter()
+                .map(|&j| (calls[j] as f64, b.top[j] as f64))
+                .collect();
+            if pts.len() == 1 {
+                pts = vec![(x_lo, pts[0].1), (x_hi, pts[0].1)];
+            }
+            let c = rgb(b.color);
+            chart
+                .draw_series(AreaSeries::new(pts, 0.0, c.filled()).border_style(c.stroke_width(1)))
+                .map_err(draw_err)?;
+        }
+        root.present().map_err(draw_err)
+    }
 }

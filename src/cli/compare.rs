@@ -245,7 +245,9 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if let Some(p) = &args.html {
-        let text = ctxlab::report::html(&c, &registry, &title)?;
+        let prepared = ctxlab::replay::Prepared::counts(&session, opts.counter.as_ref());
+        let comp = ctxlab::replay::composition(&session, &prepared, opts.counter.as_ref())?;
+        let text = ctxlab::report::html(&c, &registry, &title, Some(&comp))?;
         std::fs::write(p, text).map_err(|e| Error::io(p, e))?;
         if !args.json {
             println!("report written to {}", p.display());

@@ -94,7 +94,9 @@ pub fn run(args: Args) -> Result<()> {
                     ctxlab::naming::display_name(&session),
                     run.strategy
                 );
-                let bytes = ctxlab::chart::run_chart(&run, &title, format, &Default::default())?;
+                let parents: Vec<Option<usize>> = session.agents.iter().map(|a| a.parent).collect();
+                let bytes =
+                    ctxlab::chart::run_chart(&run, &parents, &title, format, &Default::default())?;
                 ctxlab::chart::write(&path, &bytes)?;
             }
         }
