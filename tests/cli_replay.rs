@@ -230,3 +230,34 @@ fn a_params_file_accepts_dotted_keys_and_tables() {
         assert_eq!(run["params"]["trigger.value"], 0.5, "{name}");
     }
 }
+
+/// Issue #21 point 6: the text header names the session as every other view does
+/// (`naming::display_name`: its title, else its first prompt and project folder), with the id on
+/// its own line for `--session`, as `compare` prints it.
+#[test]
+fn the_text_header_names_the_session_by_its_display_name() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../shared/real-logs/claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
+    );
+    assert!(
+        log.exists(),
+        "{} is missing: ../shared must sit beside the checkout",
+        log.display()
+    );
+    let session = ctxlab::formats::load(&log).unwrap().remove(0);
+    let name = ctxlab::naming::display_name(&session);
+    assert_ne!(name, session.id, "this log has a name besides its id");
+    let out = ctxlab(&["replay", log.to_str().unwrap(), "-s", "none"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("session {name} — strategy none — window 1,000,000, max output 128,000, counter heuristic")
+    );
+    assert_eq!(lines.next().unwrap(), format!("id {}", session.id));
+}

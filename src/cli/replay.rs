@@ -101,7 +101,15 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         if !args.json {
-            print!("{}", table(&run, agent, fidelity));
+            print!(
+                "{}",
+                table(
+                    &run,
+                    &ctxlab::naming::display_name(&session),
+                    agent,
+                    fidelity
+                )
+            );
         }
         runs.push((run, fidelity));
     }
@@ -139,7 +147,8 @@ fn pct(x: Option<f64>) -> String {
 }
 
 /// The human table of one run.
-fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> String {
+/// The run's metrics, under a header naming the session by `name` (`naming::display_name`).
+fn table(run: &Run, name: &str, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> String {
     let m = &run.metrics;
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
@@ -240,8 +249,7 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
         );
     }
     let mut out = format!(
-        "session {} — strategy {}{} — window {}, max output {}, counter {}\n",
-        run.session,
+        "session {name} — strategy {}{} — window {}, max output {}, counter {}\n",
         run.strategy,
         run.plugin
             .as_ref()
@@ -251,6 +259,10 @@ fn table(run: &Run, agent: Option<usize>, fidelity: Option<(f64, f64)>) -> Strin
         fmt_tokens(run.budget.max_output),
         run.counter
     );
+    // The id, for `--session`, as compare prints it.
+    if name != run.session {
+        out.push_str(&format!("id {}\n", run.session));
+    }
     for a in &run.budget_assumed {
         out.push_str(&format!("budget: {a}\n"));
     }
