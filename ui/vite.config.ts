@@ -4,7 +4,8 @@ import { defineConfig } from "vite";
 export default defineConfig({
   base: "./",
   clearScreen: false,
-  server: { port: 5173, strictPort: true },
+  // The chart scheme is the library's (../src/chart/scheme.json): the dev server may read it.
+  server: { port: 5173, strictPort: true, fs: { allow: [".", "../src/chart"] } },
   build: { outDir: "dist", target: "es2022", sourcemap: false, chunkSizeWarningLimit: 1000 },
   test: { environment: "node", include: ["src/**/*.test.ts"] },
 });

@@ -353,7 +353,7 @@ export class Chart {
       ctx.textAlign = "right";
       const name = lane.label.length > 12 ? `${lane.label.slice(0, 11)}…` : lane.label;
       ctx.fillText(name, left - 4, y + (Chart.LANE_H - 2) / 2);
-      const ticks = thinTicks(lane.ticks, toPx, xmin, xmax, 4);
+      const ticks = thinTicks(lane.ticks, toPx, xmin, xmax);
       this.laneTicks.push(ticks);
       for (const t of ticks) {
         const x = left + t.x;

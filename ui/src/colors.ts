@@ -1,12 +1,16 @@
 // Colour assignment for the charts (#21): in Compare, colour = strategy everywhere (both charts,
 // the legend, the metrics table, the kept-at-call view) and agent = line style; in the Session
 // view, one colour family per top-level agent, its subagents in lighter or darker shades of it.
+// The constants are the library's (src/chart/scheme.json, also read by the PNG/SVG charts and the
+// HTML report), and src/chart/scheme.cases.json holds cases both sides must answer alike.
+
+import scheme from "../../src/chart/scheme.json";
 
 /** Ten hues far apart, readable on the dark and the light panel. */
-export const PALETTE = ["#4e9ce6", "#e5894a", "#52b788", "#c77dff", "#e05d6f", "#d8b83a", "#4cc9c0", "#9c9c9c", "#7d8ce8", "#b5835a"];
+export const PALETTE: readonly string[] = scheme.palette;
 
 /** Line styles by agent rank: solid for the first (the main agent), then dashes and dots. */
-export const AGENT_DASHES: (number[] | undefined)[] = [undefined, [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 5], [12, 6], [6, 2, 2, 2, 2, 2]];
+export const AGENT_DASHES: (number[] | undefined)[] = scheme.agentDashes.map((d) => (d.length ? d : undefined));
 
 /** The line style of the agent of rank `i` (after the styles run out, they repeat). */
 export function agentDash(i: number): number[] | undefined {
@@ -27,10 +31,11 @@ export function strategyColors(strategies: readonly string[]): Map<string, strin
 }
 
 function goldenHue(k: number): string {
-  const hue = (17 + k * 137.508) % 360;
+  const g = scheme.goldenHue;
+  const hue = (g.start + k * g.step) % 360;
   // Alternate lightness so neighbours in the sequence also differ in brightness.
-  const light = k % 2 === 0 ? 62 : 48;
-  return `hsl(${hue.toFixed(1)}, 65%, ${light}%)`;
+  const light = g.lightness[k % 2];
+  return `hsl(${hue.toFixed(1)}, ${g.saturation}%, ${light}%)`;
 }
 
 export interface AgentLike {
@@ -76,11 +81,17 @@ export function agentFamilies(agents: readonly AgentLike[]): Map<number, { color
 export function shade(color: string, k: number): string {
   const rgb = parseColor(color);
   if (!rgb) return color;
-  const step = 0.28 + 0.12 * Math.floor(k / 2);
-  const t = Math.min(0.7, step);
+  const step = scheme.shade.first + scheme.shade.step * Math.floor(k / 2);
+  const t = Math.min(scheme.shade.max, step);
   const mix = k % 2 === 0 ? 255 : 0;
   const c = rgb.map((v) => Math.round(v + (mix - v) * t));
   return `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** A colour of this module as `#rrggbb` (what the library's charts write). */
+export function toHex(color: string): string {
+  const rgb = parseColor(color);
+  return rgb ? `#${rgb.map((v) => v.toString(16).padStart(2, "0")).join("")}` : color;
 }
 
 function parseColor(c: string): [number, number, number] | null {

@@ -7,9 +7,10 @@
 import type { RunView } from "./bindings/RunView";
 import type { Lane, Tick } from "./lanes";
 import { pruningTicks } from "./lanes";
+import scheme from "../../src/chart/scheme.json";
 
 /** Above this many strategies Compare draws one chart per strategy by default. */
-export const SMALL_MULTIPLES_ABOVE = 4;
+export const SMALL_MULTIPLES_ABOVE: number = scheme.smallMultiplesAbove;
 
 export function compareLanes(runs: readonly RunView[], colors: ReadonlyMap<string, string>, hiddenAgents: ReadonlySet<number>, fmt: (n: number) => string): Lane[] {
   return runs.map((r) => {

@@ -4,19 +4,14 @@
 // the rest join "other tools", so every bar still sums to the call's context.
 
 import type { CompositionView } from "./bindings/CompositionView";
+import scheme from "../../src/chart/scheme.json";
 
-/** Colours by kind (tool results: shades of one family, by rank). */
-export const KIND_COLORS: Record<string, string> = {
-  system: "#8d99ae",
-  user: "#4e9ce6",
-  injected: "#d8b83a",
-  summaries: "#c77dff",
-  assistant: "#52b788",
-  reasoning: "#e5894a",
-  tool_calls: "#e05d6f",
-};
-const TOOL_SHADES = ["#2a9d8f", "#4cc9c0", "#1d7874", "#7fd1c7", "#3aa6a0", "#a8e6df", "#15605c"];
-const OTHER_TOOLS = "#6c7a89";
+/** Colours by kind (tool results: shades of one family, by rank), from the library's scheme. */
+export const KIND_COLORS: Record<string, string> = scheme.kindColors;
+const TOOL_SHADES: readonly string[] = scheme.toolShades;
+const OTHER_TOOLS: string = scheme.otherTools;
+/** Tools whose results keep their own band; the rest are "other tools". */
+export const MAX_TOOLS: number = scheme.maxTools;
 
 export interface Segment {
   key: string;
@@ -27,7 +22,7 @@ export interface Segment {
 
 /** Which keys of the view stay apart: every kind but tool results, and the `maxTools` tools
  *  with most tokens at any of `calls` (all calls when omitted); the others are "other tools". */
-export function groups(v: CompositionView, maxTools = 6, calls?: readonly number[]): { keep: Set<number>; toolRank: Map<number, number> } {
+export function groups(v: CompositionView, maxTools = MAX_TOOLS, calls?: readonly number[]): { keep: Set<number>; toolRank: Map<number, number> } {
   const peak = (k: number) => {
     let m = 0;
     const col = v.values[k];
@@ -61,7 +56,7 @@ function keyColor(v: CompositionView, i: number, toolRank: Map<number, number>):
 
 /** The segments of call `call`'s context, in stacking order, empty ones left out. Their tokens
  *  sum to `v.total[call]`. */
-export function callSegments(v: CompositionView, call: number, maxTools = 6): Segment[] {
+export function callSegments(v: CompositionView, call: number, maxTools = MAX_TOOLS): Segment[] {
   const { keep, toolRank } = groups(v, maxTools, [call]);
   const out: Segment[] = [];
   let other = 0;
@@ -86,7 +81,7 @@ export interface AreaSeries {
 
 /** Stacked areas of one agent over its calls: `calls` are the agent's call indices, in order.
  *  The last band's top is each call's total. */
-export function agentAreas(v: CompositionView, calls: readonly number[], maxTools = 6): AreaSeries[] {
+export function agentAreas(v: CompositionView, calls: readonly number[], maxTools = MAX_TOOLS): AreaSeries[] {
   const { keep, toolRank } = groups(v, maxTools, calls);
   const bands: { label: string; color: string; own: number[] }[] = [];
   const other = calls.map(() => 0);

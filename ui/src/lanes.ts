@@ -2,6 +2,8 @@
 // compactions as ticks, per-call pruning as its own kind; ticks closer than a few pixels are
 // merged into one (thinned), whose hover names how many it stands for and the first reason.
 
+import scheme from "../../src/chart/scheme.json";
+
 export type TickKind = "compaction" | "recorded" | "pruning";
 
 export interface Tick {
@@ -33,7 +35,7 @@ export interface Thinned {
 /** Ticks of one lane in [xmin, xmax] placed by `toPx` and thinned: going left to right, a tick
  *  closer than `minGap` px to the previous drawn tick of its kind joins it. Ticks must be sorted
  *  by call. */
-export function thinTicks(ticks: readonly Tick[], toPx: (call: number) => number, xmin: number, xmax: number, minGap = 4): Thinned[] {
+export function thinTicks(ticks: readonly Tick[], toPx: (call: number) => number, xmin: number, xmax: number, minGap: number = scheme.laneMinGapPx): Thinned[] {
   const out: Thinned[] = [];
   const lastOf = new Map<TickKind, Thinned>();
   for (const t of ticks) {
