@@ -84,7 +84,7 @@ fn answers(c: &Value) -> Value {
     .into_iter()
     .map(|d| {
         json!({"x": d.x, "kind": kind_name(d.kind), "first": d.first.call, "last": d.last.call,
-               "count": d.count, "tokens": d.tokens})
+               "count": d.count, "tokens": d.tokens, "text": scheme::describe(&d)})
     })
     .collect();
 

@@ -307,11 +307,12 @@ fn panel(styles: &[&RunStyle<'_>], q: Quantity, title: String) -> Panel {
             let space = if own.is_empty() {
                 String::new()
             } else {
-                format!(" · on {}'s own estimate", run.strategy)
+                " on its own estimate".to_string()
             };
             hlines.push(HLine {
                 y: t.tokens as f64,
-                label: format!("{who}{word}: {} {}{space}", t.label, fmt_tokens(t.tokens)),
+                // What and where first: a long parameter name is what a narrow panel cuts.
+                label: format!("{who}{word} {}{space}: {}", fmt_tokens(t.tokens), t.label),
                 color,
             });
         }
@@ -705,7 +706,8 @@ fn draw_panel<DB: DrawingBackend>(
     let (shown, above): (Vec<&HLine>, Vec<&HLine>) = p.hlines.iter().partition(|h| h.y <= p.y_max);
     // Panels side by side: a caption longer than its panel would run into its neighbour's.
     let fits = |text: &str, px: i32| {
-        let n = (px.max(0) as usize) / 7;
+        // Labels are 12 px type: about 6 px a character.
+        let n = (px.max(0) as usize) / 6;
         if text.chars().count() > n {
             format!(
                 "{}…",
@@ -801,13 +803,13 @@ fn draw_panel<DB: DrawingBackend>(
         }
     }
 
-    // Lines above the drawn range are named in the plot's top-left corner.
+    // Lines above the drawn range are named in the plot's top-left corner, one a row.
     let mut taken: Vec<Rect> = Vec::new();
-    if !above.is_empty() {
-        let names: Vec<&str> = above.iter().map(|h| h.label.as_str()).collect();
-        let note = fits(&format!("above the chart: {}", names.join(", ")), w - 12);
-        let r = Rect(4, 2, 4 + text_width(&note), 17);
-        label(&plot, &note, r, MUTED)?;
+    for (i, l) in above.iter().enumerate() {
+        let note = fits(&format!("above the chart: {}", l.label), w - 12);
+        let y = 2 + 16 * i as i32;
+        let r = Rect(4, y, 4 + text_width(&note), y + 15);
+        label(&plot, &note, r, l.color)?;
         taken.push(r);
     }
     // Threshold lines, each labelled at its right end (above the line, or below when another

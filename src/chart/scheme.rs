@@ -402,12 +402,16 @@ pub fn describe(t: &Thinned<'_>) -> String {
         ),
         _ => format!("{} compactions", fmt_tokens(t.count as u64)),
     };
-    format!(
-        "{what} at calls {}–{}; the first: {}",
-        fmt_tokens(t.first.call as u64),
-        fmt_tokens(t.last.call as u64),
-        t.first.label
-    )
+    let at = if t.first.call == t.last.call {
+        format!("call {}", fmt_tokens(t.first.call as u64))
+    } else {
+        format!(
+            "calls {}–{}",
+            fmt_tokens(t.first.call as u64),
+            fmt_tokens(t.last.call as u64)
+        )
+    };
+    format!("{what} at {at}; the first: {}", t.first.label)
 }
 
 /// A strategy's gauge that is its own estimate of the context (phi-core's chars/4, FIM One's,

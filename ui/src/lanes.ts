@@ -83,5 +83,6 @@ export function pruningTicks(calls: readonly number[], agents: readonly number[]
 export function describe(t: Thinned, fmt: (n: number) => string): string {
   if (t.count === 1) return t.first.label;
   const what = t.kind === "pruning" ? `${fmt(t.count)} pruned calls, ${fmt(t.tokens)} tokens in all` : `${fmt(t.count)} compactions`;
-  return `${what} at calls ${fmt(t.first.call)}–${fmt(t.last.call)}; the first: ${t.first.label}`;
+  const at = t.first.call === t.last.call ? `call ${fmt(t.first.call)}` : `calls ${fmt(t.first.call)}–${fmt(t.last.call)}`;
+  return `${what} at ${at}; the first: ${t.first.label}`;
 }

@@ -8,7 +8,7 @@ import cases from "../../src/chart/scheme.cases.json";
 import type { CompositionView } from "./bindings/CompositionView";
 import { agentFamilies, strategyColors, toHex } from "./colors";
 import { agentAreas, callsOf } from "./composition";
-import { type Tick, type TickKind, thinTicks } from "./lanes";
+import { describe as describeTick, type Tick, type TickKind, thinTicks } from "./lanes";
 
 describe("the shared chart cases", () => {
   it("colour = strategy, in the library's colours", () => {
@@ -27,7 +27,8 @@ describe("the shared chart cases", () => {
     const t = cases.thinTicks;
     const ticks: Tick[] = t.ticks.map((x) => ({ call: x.call, kind: x.kind as TickKind, label: `tick at ${x.call}`, tokens: x.tokens }));
     const drawn = thinTicks(ticks, (c) => c * t.pxPerCall, t.xmin, t.xmax, t.minGap);
-    expect(drawn.map((d) => ({ x: d.x, kind: d.kind, first: d.first.call, last: d.last.call, count: d.count, tokens: d.tokens }))).toEqual(t.drawn);
+    const fmt = (n: number) => n.toLocaleString("en-US");
+    expect(drawn.map((d) => ({ x: d.x, kind: d.kind, first: d.first.call, last: d.last.call, count: d.count, tokens: d.tokens, text: describeTick(d, fmt) }))).toEqual(t.drawn);
   });
 
   it("composition shaping", () => {
