@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod real_logs;
+
 fn ctxlab(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_ctxlab"))
         .args(args)
@@ -236,14 +238,8 @@ fn a_params_file_accepts_dotted_keys_and_tables() {
 /// its own line for `--session`, as `compare` prints it.
 #[test]
 fn the_text_header_names_the_session_by_its_display_name() {
-    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../shared/real-logs/claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
-    );
-    assert!(
-        log.exists(),
-        "{} is missing: ../shared must sit beside the checkout",
-        log.display()
-    );
+    let log =
+        real_logs::real("claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl");
     let session = ctxlab::formats::load(&log).unwrap().remove(0);
     let name = ctxlab::naming::display_name(&session);
     assert_ne!(name, session.id, "this log has a name besides its id");
