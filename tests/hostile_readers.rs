@@ -494,3 +494,120 @@ fn histories_sent_again_are_not_repeats() {
         "the inputs re-send histories: {truncations}"
     );
 }
+
+/// Finding 22: `watch` exited when the log it followed was truncated to nothing and refilled a
+/// moment later (a log rotated): reading the empty file again failed. Following now waits for
+/// the file's first line and then reads it anew, and the same for a log replaced by an empty file
+/// (rotated by renaming it and creating a new one).
+#[test]
+fn a_followed_log_truncated_or_removed_and_refilled_is_read_again() {
+    let src =
+        sample("codex/rollout-2026-03-14T09-12-44-019c1754-a43c-7709-85e2-fa8bb43a4f52.jsonl");
+    let bytes = std::fs::read(&src).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(src.file_name().unwrap());
+    let half = bytes.len() / 2
+        + bytes[bytes.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    std::fs::write(&p, &bytes[..half]).unwrap();
+    let mut f = formats::Follower::open(&p).unwrap();
+    let before = f.session().calls.len();
+    assert!(before > 0);
+    for rotate in ["truncate", "replace"] {
+        match rotate {
+            "truncate" => std::fs::write(&p, b"").unwrap(),
+            _ => {
+                std::fs::rename(&p, d.path().join("old.jsonl")).unwrap();
+                std::fs::write(&p, b"").unwrap();
+            }
+        }
+        for _ in 0..3 {
+            assert!(f.poll().unwrap().is_none(), "{rotate}: nothing to read yet");
+        }
+        std::fs::write(&p, &bytes).unwrap();
+        let u = f.poll().unwrap().expect("read again");
+        assert!(u.reloaded.is_some(), "{rotate}: {u:?}");
+        assert_eq!(f.session(), &formats::load_file(&p).unwrap(), "{rotate}");
+        assert!(f.session().calls.len() > before);
+    }
+}
+
+/// Finding 22: loading a folder skipped SWE-agent `.traj` files and Aider's
+/// `.aider.chat.history.md` without a word (the folder "held no log"). Both are logs.
+#[test]
+fn a_folder_loads_swe_agent_trajectories_and_aider_histories() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        sample("swe-agent/fix-off-by-one.traj"),
+        d.path().join("fix-off-by-one.traj"),
+    )
+    .unwrap();
+    let sub = d.path().join("repo");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(
+        sample("aider/.aider.chat.history.md"),
+        sub.join(".aider.chat.history.md"),
+    )
+    .unwrap();
+    let mut formats: Vec<String> = formats::load(d.path())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.source.format)
+        .collect();
+    formats.sort();
+    assert_eq!(formats, ["aider", "swe-agent"]);
+}
+
+/// Finding 22: one unreadable subfolder aborted the load of a whole folder (an unreadable file
+/// was already a warning). The folder's other logs load and the subfolder is named. Run as a
+/// child without the capabilities that let root read any folder, so that mode 000 holds.
+#[test]
+fn an_unreadable_subfolder_is_named_not_the_end_of_a_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("logs");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(sample(CLAUDE), dir.join("a.jsonl")).unwrap();
+    let locked = dir.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::copy(
+        sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl"),
+        locked.join("b.jsonl"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"));
+    cmd.args(["inspect", "--json"]).arg(&dir);
+    unsafe {
+        cmd.pre_exec(|| {
+            // CAP_DAC_OVERRIDE (1), CAP_DAC_READ_SEARCH (2): root reads mode-000 folders with
+            // them. Dropped from the bounding set, the executed ctxlab has neither. Without
+            // root the call fails harmlessly and the mode holds anyway.
+            for cap in [1, 2] {
+                libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("claude-code"), "{stdout}");
+    assert!(
+        !stdout.contains("\"pi\""),
+        "the locked log was read: the test does not test"
+    );
+    assert!(
+        stdout.contains(&locked.display().to_string())
+            || stderr.contains(&locked.display().to_string()),
+        "the unreadable folder is named: {stdout}\n{stderr}"
+    );
+}

@@ -17,6 +17,9 @@ use crate::{Error, Result};
 
 pub const ID: &str = "aider";
 
+/// The name Aider gives its history in the folder it runs in.
+pub const HISTORY_FILE: &str = ".aider.chat.history.md";
+
 const RUN: &str = "# aider chat started at ";
 
 struct Reader {

@@ -284,6 +284,9 @@ pub struct Follower {
     /// What the checks of every session (`formats::pairs`) changed in the finished session,
     /// taken back before more lines are read.
     checked: Option<super::pairs::Checked>,
+    /// The file was truncated, removed or replaced and holds no complete line yet (a log rotated
+    /// and about to be refilled): why it will be read again once it does.
+    pending_reload: Option<String>,
 }
 
 /// How far one file has been read.
@@ -375,6 +378,7 @@ impl Follower {
             seen: Seen::default(),
             broken: None,
             checked: None,
+            pending_reload: None,
         };
         let read = f.read_appended();
         let finished = f.finish();
@@ -405,10 +409,21 @@ impl Follower {
                 "reading {} failed ({e}): read again from the start",
                 self.path.display()
             )),
-            None => self.changed_under_us()?,
+            None => match self.pending_reload.take() {
+                Some(r) => Some(r),
+                None => self.changed_under_us()?,
+            },
         };
         if let Some(reason) = reload {
-            let fresh = Follower::open(&self.path)?;
+            // Truncated to nothing or replaced by an empty file, to be written again: wait for
+            // its first line (a rotated log refilled a moment later) instead of failing to read
+            // an empty file.
+            if !has_complete_line(&self.path) {
+                self.pending_reload = Some(reason);
+                return Ok(None);
+            }
+            let fresh = Follower::open_as(&self.path, self.format)
+                .or_else(|_| Follower::open(&self.path))?;
             *self = fresh;
             return Ok(Some(self.everything(reason)));
         }
@@ -533,6 +548,19 @@ impl Follower {
             ..Update::default()
         }
     }
+}
+
+/// Does the file exist and hold at least one complete line?
+fn has_complete_line(path: &Path) -> bool {
+    // Opening a FIFO would block until something writes to it: only a regular file is a log.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(mut f) = File::open(path) else {
+        return false;
+    };
+    let size = f.metadata().map_or(0, |m| m.len());
+    size > 0 && last_line_end(&mut f, 0, size).is_ok_and(|e| e.is_some())
 }
 
 /// Is the byte before `offset` still a newline?

@@ -18,12 +18,12 @@ pub mod fuseraft;
 pub mod gemini;
 pub mod http_capture;
 mod lines;
-mod pairs;
 pub mod managed_agents;
 pub mod native;
 pub mod openai;
 pub mod opencode;
 pub mod otel;
+mod pairs;
 pub mod pi;
 pub mod swe_agent;
 pub mod time;
@@ -148,8 +148,8 @@ pub fn load_all(path: &Path) -> Result<Loaded> {
         });
     }
     let mut files = Vec::new();
-    collect_logs(path, &mut files).map_err(|e| Error::io(path, e))?;
     let mut out = Loaded::default();
+    collect_logs(path, &mut files, &mut out.failed).map_err(|e| Error::io(path, e))?;
     for f in files {
         if opencode::is_db(&f) {
             match opencode::read_db_all(&f) {
@@ -177,7 +177,7 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
         return Err(match failed.len() {
             0 => Error::UnknownFormat {
                 path: path.to_path_buf(),
-                reason: "the folder holds no .jsonl or .json file".into(),
+                reason: "the folder holds no log file (.jsonl, .json, .ndjson, .traj, .aider.chat.history.md)".into(),
                 tried: FORMATS.join(", "),
             },
             1 => failed.into_iter().next().expect("one failure"),
@@ -214,10 +214,16 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
 /// Each real folder and file is visited once (a symlink loop such as `l -> .` or `up -> ..`
 /// neither repeats logs nor recurses forever), at most `MAX_FOLDER_DEPTH` folders deep, and only
 /// regular files are logs (a FIFO named `p.jsonl` would block the reader forever).
-fn collect_logs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// A subfolder that cannot be read is a failure of its own (named in `failed`), not the end of
+/// the walk; only `dir` itself unreadable is an error.
+fn collect_logs(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    failed: &mut Vec<Error>,
+) -> std::io::Result<()> {
     let mut seen = std::collections::HashSet::new();
     seen.insert(fs::canonicalize(dir)?);
-    collect_logs_in(dir, out, &mut seen, 0)
+    collect_logs_in(dir, out, &mut seen, 0, failed)
 }
 
 const MAX_FOLDER_DEPTH: u32 = 32;
@@ -227,6 +233,7 @@ fn collect_logs_in(
     out: &mut Vec<PathBuf>,
     seen: &mut std::collections::HashSet<PathBuf>,
     depth: u32,
+    failed: &mut Vec<Error>,
 ) -> std::io::Result<()> {
     // OpenCode's storage folder: its root sessions only (messages and parts are read with them).
     if let Some(sessions) = opencode::storage_sessions(dir) {
@@ -238,7 +245,7 @@ fn collect_logs_in(
         .filter(|p| {
             !p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'))
+                .is_some_and(|n| n.starts_with('.') && n != aider::HISTORY_FILE)
         })
         .collect();
     entries.sort();
@@ -254,7 +261,9 @@ fn collect_logs_in(
         }
         if meta.is_dir() {
             if depth < MAX_FOLDER_DEPTH && !p.with_extension("jsonl").is_file() {
-                collect_logs_in(&p, out, seen, depth + 1)?;
+                if let Err(e) = collect_logs_in(&p, out, seen, depth + 1, failed) {
+                    failed.push(Error::io(&p, e));
+                }
             }
         } else if entire::is_metadata_beside_log(&p) || cline::is_task_companion(&p) {
             // An Entire checkpoint's totals, a Cline task's history or metadata: read with the
@@ -262,7 +271,9 @@ fn collect_logs_in(
         } else if p
             .extension()
             .and_then(|x| x.to_str())
-            .is_some_and(|x| matches!(x, "jsonl" | "json" | "ndjson"))
+            // SWE-agent's trajectories are `.traj` JSON; Aider's history is Markdown.
+            .is_some_and(|x| matches!(x, "jsonl" | "json" | "ndjson" | "traj"))
+            || p.file_name().is_some_and(|n| n == aider::HISTORY_FILE)
             || (p.extension().is_some_and(|x| x == "db") && opencode::is_db(&p))
         {
             out.push(p);
