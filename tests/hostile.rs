@@ -377,3 +377,70 @@ fn implausible_usage_is_not_summed() {
         .sum();
     assert!(total < 100_000_000, "{total}");
 }
+
+/// Peak resident memory (bytes) of `ctxlab inspect <log>`, measured on the child alone
+/// (`wait4`'s rusage is the child's own, whatever else the test binary runs meanwhile).
+fn inspect_peak_rss(log: &Path) -> u64 {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("inspect")
+        .arg(log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{}: inspect failed ({status})",
+        log.display()
+    );
+    // Linux reports ru_maxrss in KiB.
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// Finding 2 ("memory must be bounded by the line"), and the "done means": a stream
+/// block index of 1e8 made `inspect` allocate 7 GB. Peak memory of `inspect` on the capture with
+/// that index, and on a log with one 12 MB line, stays within a small multiple of the line above
+/// the same command on the unedited sample.
+#[test]
+fn inspect_peak_memory_is_bounded_by_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample_path = sample("http-capture/anthropic-claude-code.jsonl");
+    let orig = std::fs::read_to_string(&sample_path).unwrap();
+    let base = inspect_peak_rss(&sample_path);
+    let longest = orig.lines().map(str::len).max().unwrap() as u64;
+    let indexed = orig.replace("\\\"index\\\": 1,", "\\\"index\\\": 100000000,");
+    assert_ne!(indexed, orig);
+    let p = dir.path().join("c.jsonl");
+    std::fs::write(&p, indexed).unwrap();
+    let peak = inspect_peak_rss(&p);
+    // Slack for the allocator's noise between two runs of one command.
+    const SLACK: u64 = 4 << 20;
+    assert!(
+        peak <= base + 8 * longest + SLACK,
+        "index 1e8: peak {peak} B vs {base} B on the sample (longest line {longest} B)"
+    );
+    // One 12 MB tool result in a Claude Code log.
+    let big = "x".repeat(12 << 20);
+    let line = format!(
+        "{{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"{big}\"}}]}}}}"
+    );
+    let small = "{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+    let reply = "{\"type\":\"assistant\",\"sessionId\":\"s\",\"message\":{\"id\":\"m1\",\"model\":\"claude\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n";
+    let (a, b) = (dir.path().join("small.jsonl"), dir.path().join("big.jsonl"));
+    std::fs::write(&a, format!("{small}{reply}")).unwrap();
+    std::fs::write(&b, format!("{small}{line}\n{reply}")).unwrap();
+    let (base, peak) = (inspect_peak_rss(&a), inspect_peak_rss(&b));
+    let n = line.len() as u64;
+    eprintln!(
+        "12 MB line: peak {peak} B vs {base} B without it: {:.2}× the line",
+        (peak - base.min(peak)) as f64 / n as f64
+    );
+    assert!(
+        peak <= base + 6 * n + SLACK,
+        "12 MB line: peak {peak} B vs {base} B without it"
+    );
+}
