@@ -349,7 +349,7 @@ fn a_given_budget_the_log_contradicts_is_warned_about() {
 }
 
 // (mean %, p95 %) each log reaches today.
-const HOLD_OPEN_HAI: (f64, f64) = (7.7, 24.0);
+const HOLD_OPEN_HAI: (f64, f64) = (1.3, 6.0);
 const HOLD_CLINE_CARD: (f64, f64) = (1.7, 6.3);
 const HOLD_CLINE_XRAY: (f64, f64) = (13.0, 30.7);
 const HOLD_MINI_SWE: (f64, f64) = (12.4, 124.6);
@@ -360,8 +360,10 @@ const HOLD_GEMINI_CLI: (f64, f64) = (0.3, 0.5);
 // None of these was worked on for issue #15 yet: each is held where it stands, and what remains
 // is named where it is known.
 
-/// Anthropic managed-agents events: above target (7.7 % mean, 23.9 % p95), ratio 2.28 — content
-/// the events do not carry (the agent's tool schemas and environment prompts) not found yet.
+/// Anthropic managed-agents events: 7.7 / 23.9 % (ratio 2.28) → 1.2 / 5.9 % (ratio 1.73) once
+/// the web searches' nested `search_result` blocks were read and each reply weighs its recorded
+/// output (hidden thinking). The p95 is the first calls, 6–12 % under: the overhead the fit
+/// finds (11.1k) is below the first call's 13.0k.
 #[test]
 fn anthropic_managed_agents_events() {
     hold(

@@ -681,3 +681,57 @@ fn cline_ui_log_deleted_range_is_a_truncation() {
     assert!(c[4].counted > c[3].counted, "{c:?}");
     assert!(c[4].counted < 100, "{c:?}");
 }
+
+// ---------------------------------------------------------------- Anthropic managed agents
+
+fn ma_event(raw: serde_json::Value) -> String {
+    serde_json::json!({"role": "agent", "kind": "x", "time": "2026-08-16T09:36:11Z", "raw": raw})
+        .to_string()
+}
+
+/// A managed-agent web search returns nested `search_result` blocks (title, source, text
+/// blocks): all of it is read. A reply whose thinking shows as an empty event weighs its
+/// recorded output.
+#[test]
+fn managed_agents_search_results_and_reply_sizes() {
+    let snippet = "offset correction study results ".repeat(40);
+    let lines = vec![
+        ma_event(
+            serde_json::json!({"type": "user.message", "content": [{"type": "text", "text": "find the paper"}]}),
+        ),
+        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s1"})),
+        ma_event(serde_json::json!({"type": "agent.thinking"})),
+        ma_event(
+            serde_json::json!({"type": "agent.tool_use", "id": "t1", "name": "web_search", "input": {"query": "paper"}}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s1",
+            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0, "output_tokens": 700}}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "agent.tool_result", "tool_use_id": "t1", "content": [
+            {"type": "search_result", "title": "The paper", "source": "https://example.org/p",
+             "content": [{"type": "text", "text": snippet}]}]}),
+        ),
+        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s2"})),
+        ma_event(
+            serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "found"}]}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s2",
+            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 5000, "output_tokens": 5}}),
+        ),
+    ];
+    let s = load("transcript.jsonl", &lines);
+    assert_eq!(s.calls.len(), 2);
+    let Part::ToolResult { content, .. } = &s.messages[2].parts[0] else {
+        panic!("{:?}", s.messages[2])
+    };
+    assert!(
+        content.contains("The paper") && content.contains(snippet.trim()),
+        "{content}"
+    );
+    let c = contexts(&s);
+    assert_eq!(c[1].known, 700, "the first reply, thinking included");
+    assert!(c[1].counted > 300, "the search results are counted: {c:?}");
+}

@@ -50,14 +50,34 @@ impl Sink {
 }
 
 fn blocks_text(v: &Value) -> String {
+    let mut out = Vec::new();
+    push_blocks_text(v, &mut out);
+    out.join("\n")
+}
+
+/// The text of content blocks, nested ones included: a `search_result` block (what the
+/// `web_search` tool returns) holds its `title`, `source` and a `content` list of text blocks,
+/// all of which the model reads (on the real open-hai stream one search's results are ~13k of
+/// the next call's recorded input, and a reader that took only top-level `text` saw nothing).
+fn push_blocks_text<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
     match v {
-        Value::String(s) => s.clone(),
-        Value::Array(a) => a
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
+        Value::String(s) => out.push(s),
+        Value::Array(a) => {
+            for b in a {
+                if let Some(t) = b["text"].as_str() {
+                    out.push(t);
+                }
+                for k in ["title", "source"] {
+                    if let Some(t) = b[k].as_str() {
+                        out.push(t);
+                    }
+                }
+                if b["content"].is_array() {
+                    push_blocks_text(&b["content"], out);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -107,6 +127,12 @@ impl JsonSink for Sink {
                     u => u.ok().and_then(Result::ok),
                 };
                 let context_end = self.reply.unwrap_or(self.s.messages.len());
+                // `model_usage` is final (the span ends with the response): the reply weighs its
+                // output tokens, its thinking included, which the events show only as an empty
+                // `agent.thinking`.
+                if let (Some(r), Some(u)) = (self.reply, usage) {
+                    self.s.messages[r].flags.recorded_tokens = Some(u.output);
+                }
                 self.s.calls.push(Call {
                     agent: self.agent,
                     context_end,
