@@ -355,6 +355,8 @@ const HOLD_CLINE_XRAY: (f64, f64) = (13.0, 30.7);
 const HOLD_MINI_SWE: (f64, f64) = (12.4, 124.6);
 const HOLD_OPENCODE: (f64, f64) = (0.8, 3.5);
 const HOLD_GEMINI_CLI: (f64, f64) = (0.3, 0.5);
+const HOLD_AIDER_AFI: (f64, f64) = (3.4, 20.3);
+const HOLD_AIDER_POCKETFLOW: (f64, f64) = (33.1, 87.3);
 
 // ---- The other real logs with recorded per-call input (issue #15 asks each held) ------------
 // None of these was worked on for issue #15 yet: each is held where it stands, and what remains
@@ -435,5 +437,32 @@ fn gemini_cli_checkpoint() {
         HOLD_GEMINI_CLI.0,
         HOLD_GEMINI_CLI.1,
         0.0,
+    );
+}
+
+/// Aider: `> Tokens: N sent` is the prompt of that one call (aider `Coder.calculate_and_show_
+/// tokens_and_cost`, rounded to 0.1k), so the comparison is per call. afi-core is a plain chat.
+/// pocketflow runs `--architect`: each request is two calls, the architect's (the history) and
+/// the editor's (a fresh context holding only the architect's plan: read so since this issue).
+/// What neither log holds, and calibration cannot follow: the files in the chat, whose current
+/// content aider sends with every call (they grow as the editor writes them), the repo map, and
+/// the history summary aider substitutes once the done messages pass its limit (the architect's
+/// recorded input stays at 5–22k while its logged history grows to 35k).
+#[test]
+fn aider_histories() {
+    hold(
+        "aider_afi-core/.aider.chat.history.md",
+        "o200k",
+        HOLD_AIDER_AFI.0,
+        HOLD_AIDER_AFI.1,
+        0.0,
+    );
+    hold(
+        "aider_pocketflow-text2sql-gui/.aider.chat.history.md",
+        "heuristic",
+        HOLD_AIDER_POCKETFLOW.0,
+        HOLD_AIDER_POCKETFLOW.1,
+        // The editor's fresh contexts are recorded as `new conversation` compactions.
+        116.0,
     );
 }

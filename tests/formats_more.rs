@@ -201,7 +201,37 @@ fn aider_histories() {
             .lines()
             .filter(|l| l.starts_with("# aider chat started at"))
             .count();
-        assert_eq!(s.agents.len(), started);
+        // One agent per run, and one editor agent per architect-mode run (`--architect`).
+        let roots = s.agents.iter().filter(|a| a.parent.is_none()).count();
+        assert_eq!(roots, started);
+        let editors: Vec<usize> = (0..s.agents.len())
+            .filter(|&a| s.agents[a].parent.is_some())
+            .collect();
+        let architect = text.contains("with architect edit format");
+        assert_eq!(editors.len(), usize::from(architect), "{rel}");
+        for &e in &editors {
+            // The editor is sent the architect's reply alone: every editor call's context is
+            // its one message (aider `ArchitectCoder.reply_completed` empties its history).
+            let ctx = ctxlab::replay::recorded_contexts(
+                &s,
+                ctxlab::tokens::counter("heuristic").unwrap().as_ref(),
+            );
+            let calls: Vec<usize> = s.calls_of(e).map(|(i, _)| i).collect();
+            assert_eq!(calls.len(), 25, "{rel}: editor calls");
+            for i in calls {
+                let reply = s.calls[i].reply.unwrap();
+                let asked = &s.messages[reply - 1];
+                assert_eq!((asked.agent, asked.role), (e, ctxlab::model::Role::User));
+                let c = ctx[i].unwrap();
+                assert_eq!(
+                    c.counted,
+                    ctxlab::tokens::counter("heuristic")
+                        .unwrap()
+                        .count_message(asked),
+                    "{rel}: call {i} sees only the plan"
+                );
+            }
+        }
         if let Some(r) = runs {
             assert_eq!(started, r);
         }

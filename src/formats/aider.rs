@@ -32,6 +32,26 @@ struct Reader {
     reply_pos: SourcePos,
     ts: Option<i64>,
     model: Option<String>,
+    /// Architect mode (`--architect`): the run's editor agent, and its model.
+    architect: bool,
+    editor: Option<AgentIdx>,
+    editor_model: Option<String>,
+    /// The reply of the architect's last call: the editor is sent it as its message.
+    plan: Option<String>,
+    /// The agent of the exchange being read (the editor's, else the run's).
+    current: Option<AgentIdx>,
+}
+
+/// Text compared line by line without the markdown line breaks (`"  "`) aider appends.
+fn same_text(a: &str, b: &str) -> bool {
+    let lines = |t: &str| {
+        t.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    lines(a) == lines(b)
 }
 
 impl Reader {
@@ -40,7 +60,12 @@ impl Reader {
             return;
         }
         let text = std::mem::take(&mut self.user).join("\n");
-        let agent = self.agent();
+        let agent = if self.plan.take().is_some_and(|p| same_text(&p, &text)) {
+            self.editor_turn()
+        } else {
+            self.agent()
+        };
+        self.current = Some(agent);
         self.s.push_message(
             agent,
             Role::User,
@@ -62,6 +87,41 @@ impl Reader {
         }
     }
 
+    /// Architect mode (aider `coders/architect_coder.py`, `ArchitectCoder.reply_completed`, at
+    /// v0.85.2): the architect's reply is sent to a new editor coder with `cur_messages` and
+    /// `done_messages` emptied and no repo map, as its only message (aider logs it as a `####`
+    /// message). So each editor call starts a fresh context: one editor agent per run, whose
+    /// earlier exchanges are behind a recorded compaction (trigger `new conversation`).
+    fn editor_turn(&mut self) -> AgentIdx {
+        let run = self.agent();
+        let editor = match self.editor {
+            Some(e) => e,
+            None => {
+                let id = format!("{} editor", self.s.agents[run].id);
+                let e = self.s.agent_index(&id);
+                self.s.agents[e].name = format!("{} (editor)", self.s.agents[run].name);
+                self.s.agents[e].parent = Some(run);
+                self.s.agents[e].model = self.editor_model.clone();
+                self.editor = Some(e);
+                e
+            }
+        };
+        if self.s.messages.iter().any(|m| m.agent == editor) {
+            self.s.compactions.push(RecordedCompaction {
+                agent: editor,
+                at_message: self.s.messages.len(),
+                trigger: "new conversation".into(),
+                pre_tokens: None,
+                summary: None,
+                kept_from: None,
+                timestamp: self.ts,
+                inferred: false,
+                source: self.user_pos,
+            });
+        }
+        editor
+    }
+
     /// The reply written since the last call; `None` when there is no text.
     fn flush_reply(&mut self) -> Option<MsgIdx> {
         let text = std::mem::take(&mut self.reply).join("\n");
@@ -69,7 +129,10 @@ impl Reader {
         if text.is_empty() {
             return None;
         }
-        let agent = self.agent();
+        let agent = match self.current {
+            Some(a) => a,
+            None => self.agent(),
+        };
         let parts = vec![Part::Text {
             text: text.to_string(),
         }];
@@ -85,6 +148,8 @@ impl Reader {
             // A reply with no token line after it (an interrupted run) is still the agent's.
             self.flush_reply();
             self.agent = None;
+            (self.architect, self.editor, self.plan, self.current) = (false, None, None, None);
+            self.editor_model = None;
             self.ts = parse_ms(when.trim());
             let a = self.agent();
             self.s.agents[a].name = format!("aider {}", when.trim());
@@ -110,9 +175,12 @@ impl Reader {
                 .or_else(|| q.strip_prefix("Model:"))
             {
                 let model = m.split_whitespace().next().map(String::from);
+                self.architect = m.contains("with architect edit format");
                 let a = self.agent();
                 self.s.agents[a].model = model.clone();
                 self.model = model;
+            } else if let Some(m) = q.strip_prefix("Editor model:") {
+                self.editor_model = m.split_whitespace().next().map(String::from);
             } else if let Some(t) = q.strip_prefix("Tokens:") {
                 self.call(t, pos);
             }
@@ -138,17 +206,39 @@ impl Reader {
             return;
         };
         let reply = self.flush_reply();
-        let agent = self.agent();
+        let run = self.agent();
+        let agent = self.current.take().unwrap_or(run);
+        let editing = Some(agent) == self.editor;
         self.s.calls.push(Call {
             agent,
             context_end: reply.unwrap_or(self.s.messages.len()),
             reply,
             usage: Some(usage),
-            model: self.model.clone(),
+            model: if editing {
+                self.editor_model.clone().or(self.model.clone())
+            } else {
+                self.model.clone()
+            },
             timestamp: self.ts,
             request_id: None,
             source: pos,
         });
+        if editing {
+            // `move_back_cur_messages`: the architect's history gets this exchange instead of
+            // the editor's.
+            for (role, text) in [
+                (Role::User, "I made those changes to the files."),
+                (Role::Assistant, "Ok."),
+            ] {
+                let parts = vec![Part::Text { text: text.into() }];
+                self.s.push_message(run, role, parts, self.ts, pos);
+            }
+        } else if self.architect {
+            self.plan = reply.and_then(|r| match self.s.messages[r].parts.first() {
+                Some(Part::Text { text }) => Some(text.clone()),
+                _ => None,
+            });
+        }
     }
 }
 
@@ -203,6 +293,11 @@ pub fn read(path: &Path) -> Result<Session> {
         reply_pos: SourcePos::default(),
         ts: None,
         model: None,
+        architect: false,
+        editor: None,
+        editor_model: None,
+        plan: None,
+        current: None,
     };
     let mut fix = super::utf8::Utf8Fix::default();
     loop {
