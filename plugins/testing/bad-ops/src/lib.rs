@@ -13,6 +13,11 @@
 //!   (when `ops` exceeds the context they also overlap: the validator checks the op count first,
 //!   an O(1) guard before any per-op work).
 //!
+//! - `random`: from `seed` and the call index, 0–7 ops of any kind with any ranges (past the end,
+//!   reversed, near `usize::MAX`), sizes and scopes, and 0–3 events: the host's validation under
+//!   a fuzz loop (`tests/fuzz_hostile.rs`), where a run either succeeds or fails with the plugin,
+//!   the call and the reason, and never panics.
+//!
 //! "Plain" means: not pinned, no tool call, no tool result (so pairs are never split by accident).
 
 use ctxlab_plugin_api::abi::FLAG_PINNED;
@@ -27,12 +32,14 @@ const FAULTS: &[&str] = &[
     "touches_pinned",
     "oversized_summary",
     "too_many_ops",
+    "random",
 ];
 
 struct BadOps {
     fault: String,
     at_call: u64,
     ops: u64,
+    seed: u64,
     /// Per agent: the id of the message pinned by `touches_pinned`, to drop at the next call.
     pinned: HashMap<String, u64>,
 }
@@ -116,6 +123,11 @@ impl Strategy for BadOps {
                     );
                 }
             }
+            "random" => random_decision(
+                self.seed ^ call.call_index().wrapping_mul(0x9E37_79B9),
+                len,
+                out,
+            ),
             _ => {}
         }
         Ok(())
@@ -125,6 +137,92 @@ impl Strategy for BadOps {
         Err(format!(
             "fixture.bad-ops exports nothing (asked for {format})"
         ))
+    }
+}
+
+/// xorshift64*: the same ops for the same seed and call.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+fn random_decision(seed: u64, len: usize, out: &mut Decision) {
+    // splitmix64 of the seed: neighbouring seeds start far apart.
+    let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB) | 1;
+    let mut pick = |n: u64| next(&mut x) % n.max(1);
+    // Mostly ranges a strategy could mean (so that runs go on to later calls and rules), now
+    // and then a hostile one.
+    let bound = |pick: &mut dyn FnMut(u64) -> u64| match pick(12) {
+        0 => len + 1,
+        1 => usize::MAX - pick(2) as usize,
+        _ => pick(len as u64 + 1) as usize,
+    };
+    let n = [0, 0, 0, 1, 1, 2, 3, 7][pick(8) as usize];
+    // An empty context takes no range but a hostile one.
+    let n = if len == 0 && pick(4) != 0 { 0 } else { n };
+    for _ in 0..n {
+        let (a, b) = (bound(&mut pick), bound(&mut pick));
+        let (start, end) = if pick(10) == 0 {
+            (a, b)
+        } else {
+            (a.min(b), a.max(b).max(a.min(b) + 1))
+        };
+        let size = match pick(4) {
+            0 => 0,
+            1 => u64::MAX,
+            2 => u64::MAX / 4,
+            _ => pick(10_000),
+        };
+        let text = "x".repeat(pick(3) as usize * pick(5_000) as usize);
+        let kind = match pick(9) {
+            0 => OpKind::Drop,
+            1 => OpKind::Summarize {
+                role: if pick(2) == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                max_tokens: size,
+                summarizer_input_tokens: size,
+                text,
+            },
+            2 => OpKind::Truncate {
+                head: size,
+                tail: pick(1_000),
+                marker: text,
+            },
+            3 => OpKind::Mask {
+                placeholder: if pick(2) == 0 { text } else { "\0\0".into() },
+            },
+            4 => OpKind::Offload { stub: text },
+            5 => OpKind::Pin,
+            6 => OpKind::Unpin,
+            7 => OpKind::AllowSplit,
+            _ => OpKind::Drop,
+        };
+        let scope = if pick(2) == 0 {
+            Scope::Persistent
+        } else {
+            Scope::ThisCall
+        };
+        out.op(kind, scope, start..end);
+    }
+    for _ in 0..pick(4) {
+        let kind = [
+            EventKind::Note,
+            EventKind::Warn,
+            EventKind::Cutover,
+            EventKind::Failure,
+            EventKind::Suppressed,
+            EventKind::Compaction,
+            EventKind::Truncation,
+            EventKind::Stop,
+        ][pick(8) as usize];
+        out.event(kind, "fixture.random", "y".repeat(pick(2_000) as usize));
     }
 }
 
@@ -159,6 +257,13 @@ impl StrategyFactory for Factory {
                     "too_many_ops: how many ops the decision carries.",
                 )
                 .min(1.0),
+                ParamSpec::new(
+                    "seed",
+                    ParamType::Int,
+                    json!(1),
+                    "random: the seed of the ops (with the call index).",
+                )
+                .min(0.0),
             ],
             export_formats: &[],
         }
@@ -169,6 +274,7 @@ impl StrategyFactory for Factory {
             fault: params.str("fault").to_string(),
             at_call: params.uint("at_call"),
             ops: params.uint("ops"),
+            seed: params.uint("seed"),
             pinned: HashMap::new(),
         }))
     }
