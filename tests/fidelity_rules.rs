@@ -735,3 +735,46 @@ fn managed_agents_search_results_and_reply_sizes() {
     assert_eq!(c[1].known, 700, "the first reply, thinking included");
     assert!(c[1].counted > 300, "the search results are counted: {c:?}");
 }
+
+/// At a request Cline optimizes (the previous total reached its limit, known from the lowest
+/// total that preceded a new deleted range), every earlier read of a file is replaced by Cline's
+/// notice, the last read kept, even without a truncation.
+#[test]
+fn cline_ui_log_deduplicates_file_reads() {
+    let file = "fn main() {}\n".repeat(300);
+    let read = format!("[read_file for 'src/main.rs'] Result:\n{file}\n\n<environment_details>\nx\n</environment_details>");
+    let r = Some((2, 3));
+    let events = [
+        cline_req(1, -1, None, "<task>do it</task>", 1000),
+        cline_say(2, 0, None, "reply"),
+        cline_req(3, 1, None, "small", 1200),
+        cline_say(4, 2, None, "reply"),
+        cline_req(5, 3, None, &read, 50_000),
+        cline_say(6, 4, None, "reply"),
+        // 50,060 reached the limit: truncation of 2..=3, which the range shows.
+        cline_req(7, 5, r, "ok", 40_000),
+        cline_say(8, 6, r, "reply"),
+        cline_req(9, 7, r, &read, 60_000),
+        cline_say(10, 8, r, "reply"),
+        // 60,060 ≥ 50,060 again, the range unchanged: the first read is deduplicated.
+        cline_req(11, 9, r, "next", 45_000),
+        cline_say(12, 10, r, "reply"),
+    ];
+    let doc = format!("[{}]", events.join(","));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ui_messages.json");
+    std::fs::write(&path, doc).unwrap();
+    let s = ctxlab::formats::load(&path).unwrap().remove(0);
+    let triggers: Vec<&str> = s.compactions.iter().map(|c| c.trigger.as_str()).collect();
+    assert_eq!(
+        triggers,
+        ["truncation", "file-read dedup"],
+        "{:?}",
+        s.compactions
+    );
+    let c = contexts(&s);
+    // Call 5 holds both reads; call 6 only the second in full.
+    let one_read = c[4].counted - c[3].counted;
+    assert!(c[5].counted + one_read / 2 < c[4].counted + 20, "{c:?}");
+    assert!(c[5].counted > one_read, "the last read stays: {c:?}");
+}

@@ -269,8 +269,18 @@ fn from_history(
         if let Some(&k) = mine.first() {
             let range = calls[k].deleted;
             if range != range_now {
-                if let Some(range) = range {
-                    truncate(s, agent, &mut at_index, range, calls[k].ts, pos);
+                if range.is_some() {
+                    let none = HashMap::new();
+                    truncate(
+                        s,
+                        agent,
+                        &mut at_index,
+                        range,
+                        true,
+                        &none,
+                        calls[k].ts,
+                        pos,
+                    );
                 }
                 range_now = range;
             }
@@ -379,14 +389,18 @@ fn from_history(
 
 /// Cline's truncation (`ContextManager.getNextTruncationRange`): the history it sends is the
 /// messages outside the deleted range `[start, end]` (inclusive; the task and its first reply,
-/// indices 0 and 1, always stay). Recorded as a compaction at the end of the messages read so
-/// far, after which the kept ones are copied; `at_index` maps each history index to the message
+/// indices 0 and 1, always stay), with the texts `rewrite` gives (history index → text: the file
+/// reads Cline deduplicated). `new_range`: the range is new here (a truncation), else only the
+/// texts changed (a deduplication, inferred). Recorded as a compaction at the end of the messages read so far,
+/// after which the kept ones are copied; `at_index` maps each history index to the message
 /// holding it now.
 fn truncate(
     s: &mut Session,
     agent: AgentIdx,
     at_index: &mut [Option<MsgIdx>],
-    (start, end): (u64, u64),
+    range: Option<(u64, u64)>,
+    new_range: bool,
+    rewrite: &HashMap<usize, String>,
     timestamp: Option<i64>,
     source: SourcePos,
 ) {
@@ -399,24 +413,115 @@ fn truncate(
     s.compactions.push(RecordedCompaction {
         agent,
         at_message: at,
-        trigger: "truncation".into(),
+        trigger: if new_range {
+            "truncation"
+        } else {
+            "file-read dedup"
+        }
+        .into(),
         pre_tokens,
         summary: None,
         kept_from: None,
         timestamp,
-        inferred: false,
+        inferred: !new_range,
         source,
     });
     for (h, slot) in at_index.iter_mut().enumerate() {
-        if (h as u64) >= start && (h as u64) <= end {
+        if range.is_some_and(|(start, end)| (h as u64) >= start && (h as u64) <= end) {
             continue;
         }
         if let Some(from) = *slot {
-            let copy = s.messages[from].clone();
+            let mut copy = s.messages[from].clone();
+            if let Some(text) = rewrite.get(&h) {
+                copy.parts = vec![Part::Text { text: text.clone() }];
+            }
             s.messages.push(copy);
             *slot = Some(s.messages.len() - 1);
         }
     }
+}
+
+/// What Cline puts in place of a file's content read again later
+/// (`formatResponse.duplicateFileReadNotice`).
+const DUPLICATE_READ_NOTICE: &str = "[[NOTE] This file read has been removed to save space in the context window. Refer to the latest file read for the most up to date version of this file.]";
+
+/// `[tool for 'path'] Result:` — the line that opens a tool result in a request.
+fn result_header(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix('[')?.strip_suffix("] Result:")?;
+    let (tool, path) = rest.split_once(" for '")?;
+    let path = path.strip_suffix('\'')?;
+    (!tool.contains(char::is_whitespace)).then_some((tool, path))
+}
+
+/// A request text with the content of its first tool result — a `read_file` result's text, or
+/// the `<final_file_content>` of a `write_to_file` / `replace_in_file` result — replaced by
+/// Cline's notice; with the path it read. `None` for any other request.
+fn dedup_text(text: &str) -> Option<(String, String)> {
+    let (first, body) = text.split_once('\n')?;
+    let (tool, path) = result_header(first.trim_end_matches('\r'))?;
+    // The first result's block ends where the next result or the environment details begin.
+    let end = body
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| {
+            let line = body[i..].lines().next().unwrap_or("");
+            result_header(line.trim_end_matches('\r')).is_some()
+                || line.starts_with("<environment_details>")
+        })
+        .unwrap_or(body.len());
+    let (block, rest) = body.split_at(end);
+    let replaced = match tool {
+        "read_file" => format!("{first}\n{DUPLICATE_READ_NOTICE}\n\n{rest}"),
+        "write_to_file" | "replace_in_file" => {
+            let open = block.find("<final_file_content path=\"")?;
+            let inner = open + block[open..].find('>')? + 1;
+            let close = inner + block[inner..].find("</final_file_content>")?;
+            format!(
+                "{first}\n{} {DUPLICATE_READ_NOTICE} {}{rest}",
+                &block[..inner],
+                &block[close..]
+            )
+        }
+        _ => return None,
+    };
+    Some((path.to_string(), replaced))
+}
+
+/// Cline's file-read deduplication (`ContextManager.applyContextOptimizations`, run when the
+/// previous request reached the model's `maxAllowedSize`): of the messages from `from` on and the
+/// request being sent, every read of a file but the last has its content replaced by the notice.
+/// A message changed once is not looked at again (`done`). Returns history index → new text.
+fn dedup_reads(
+    s: &Session,
+    at_index: &[Option<MsgIdx>],
+    from: usize,
+    current: (usize, &str),
+    done: &mut std::collections::HashSet<usize>,
+) -> HashMap<usize, String> {
+    let mut reads: Vec<(String, usize, String)> = Vec::new();
+    let texts = (from..at_index.len())
+        .filter(|h| !done.contains(h))
+        .filter_map(|h| {
+            let m = &s.messages[at_index[h]?];
+            match (m.role, m.parts.as_slice()) {
+                (Role::User, [Part::Text { text }]) => Some((h, text.as_str())),
+                _ => None,
+            }
+        })
+        .chain(std::iter::once(current));
+    for (h, text) in texts {
+        if let Some((path, replaced)) = dedup_text(text) {
+            reads.push((path, h, replaced));
+        }
+    }
+    let mut out = HashMap::new();
+    for (i, (path, h, replaced)) in reads.iter().enumerate() {
+        if reads[i + 1..].iter().any(|(p, _, _)| p == path) {
+            done.insert(*h);
+            out.insert(*h, replaced.clone());
+        }
+    }
+    out
 }
 
 /// Turns Cline's text tool results into results of the `tool_use` they answer: the first call
@@ -449,6 +554,19 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
     // History index → the message holding it now; the range in force.
     let mut at_index: Vec<Option<MsgIdx>> = Vec::new();
     let mut range_now: Option<(u64, u64)> = None;
+    let mut deduped = std::collections::HashSet::new();
+    // Cline optimizes when the previous request's total reached `maxAllowedSize`, which depends
+    // on a window the log does not state: the lowest total that preceded a new deleted range is
+    // at or above it, and is taken as the threshold.
+    let total = |c: &ApiReq| {
+        c.usage
+            .as_ref()
+            .map_or(0, |u| u.context_tokens() + u.output)
+    };
+    let threshold = (1..calls.len())
+        .filter(|&j| calls[j].deleted.is_some() && calls[j].deleted != calls[j - 1].deleted)
+        .map(|j| total(&calls[j - 1]))
+        .min();
     let place = |at_index: &mut Vec<Option<MsgIdx>>, h: usize, m: MsgIdx| {
         if at_index.len() <= h {
             at_index.resize(h + 1, None);
@@ -467,14 +585,30 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
                 close(s, &mut reply);
                 let Some(c) = calls.get(k) else { continue };
                 let h = c.history_index.map_or(2 * k, |x| (x + 1).max(0) as usize);
+                let triggered =
+                    k > 0 && threshold.is_some_and(|t| t > 0 && total(&calls[k - 1]) >= t);
                 k += 1;
-                if c.deleted != range_now {
-                    if let Some(range) = c.deleted {
-                        at_index.truncate(h);
-                        truncate(s, agent, &mut at_index, range, c.ts, pos);
-                    }
-                    range_now = c.deleted;
+                at_index.truncate(h);
+                let rewrite = if triggered {
+                    let from = range_now.map_or(2, |(_, end)| end as usize + 1);
+                    dedup_reads(s, &at_index, from, (h, &c.request), &mut deduped)
+                } else {
+                    HashMap::new()
+                };
+                let new_range = c.deleted.is_some() && c.deleted != range_now;
+                if new_range || !rewrite.is_empty() {
+                    truncate(
+                        s,
+                        agent,
+                        &mut at_index,
+                        c.deleted,
+                        new_range,
+                        &rewrite,
+                        c.ts,
+                        pos,
+                    );
                 }
+                range_now = c.deleted;
                 place(&mut at_index, h, s.messages.len());
                 let text = c.request.clone();
                 s.push_message(agent, Role::User, vec![Part::Text { text }], c.ts, pos);
