@@ -112,11 +112,12 @@ struct HLine {
     color: RGBColor,
 }
 
-/// One strategy's marker lane under a panel.
+/// One strategy's marker lane under a panel (its ticks are the run's, made once for all its
+/// panels).
 struct Lane {
     label: String,
     color: RGBColor,
-    ticks: Vec<Tick>,
+    ticks: std::rc::Rc<Vec<Tick>>,
 }
 
 struct Panel {
@@ -211,6 +212,7 @@ struct RunStyle<'a> {
     color: RGBColor,
     /// Per agent: colour and dash.
     agents: Vec<(RGBColor, Vec<u32>)>,
+    ticks: std::rc::Rc<Vec<Tick>>,
 }
 
 /// A run alone: agents in their colour families, subagents dashed by depth (as the app's
@@ -228,6 +230,7 @@ fn single_style<'a>(run: &'a Run, parents: &[Option<usize>]) -> RunStyle<'a> {
             .iter()
             .map(|f| (rgb(f.color), s.agent_dash(f.depth).to_vec()))
             .collect(),
+        ticks: std::rc::Rc::new(scheme::run_ticks(run)),
     }
 }
 
@@ -245,6 +248,7 @@ fn compared_styles<'a>(runs: &[(&'a str, &'a Run)]) -> Vec<RunStyle<'a>> {
             agents: (0..run.agents.len())
                 .map(|a| (rgb(c), s.agent_dash(a).to_vec()))
                 .collect(),
+            ticks: std::rc::Rc::new(scheme::run_ticks(run)),
         })
         .collect()
 }
@@ -351,7 +355,7 @@ fn panel(styles: &[&RunStyle<'_>], q: Quantity, title: String) -> Panel {
             .map(|st| Lane {
                 label: st.label.to_string(),
                 color: st.color,
-                ticks: scheme::run_ticks(st.run),
+                ticks: st.ticks.clone(),
             })
             .collect(),
         y_max,

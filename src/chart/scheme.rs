@@ -299,13 +299,17 @@ pub fn run_ticks(run: &Run) -> Vec<Tick> {
             starts: false,
         });
     }
-    let mut biting: BTreeMap<usize, bool> = BTreeMap::new();
+    // Per agent: whether its previous call was pruned (a stretch starts where it was not).
+    let mut biting = vec![false; run.agents.len()];
     for s in &run.samples {
+        let Some(b) = biting.get_mut(s.agent) else {
+            continue;
+        };
         if s.pruned_tokens == 0 {
-            biting.insert(s.agent, false);
+            *b = false;
             continue;
         }
-        let starts = !biting.insert(s.agent, true).unwrap_or(false);
+        let starts = !std::mem::replace(b, true);
         out.push(Tick {
             call: s.call,
             kind: TickKind::Pruning,
@@ -430,15 +434,23 @@ pub struct OwnEstimate {
 
 /// Each own-estimate gauge of `run`, split by agent (the agent of the call it was read at).
 pub fn own_estimates(run: &Run) -> Vec<OwnEstimate> {
-    let agent_at: BTreeMap<usize, usize> = run.samples.iter().map(|s| (s.call, s.agent)).collect();
     let mut out = Vec::new();
+    if !run.gauges.keys().any(|g| is_own_estimate(g)) {
+        return out;
+    }
+    // Calls are session indices, so a table by call is as long as the session.
+    let n = run.samples.iter().map(|s| s.call + 1).max().unwrap_or(0);
+    let mut agent_at = vec![0usize; n];
+    for s in &run.samples {
+        agent_at[s.call] = s.agent;
+    }
     for (name, points) in &run.gauges {
         if !is_own_estimate(name) {
             continue;
         }
         let mut by_agent: BTreeMap<usize, Vec<(usize, f64)>> = BTreeMap::new();
         for p in points {
-            let a = agent_at.get(&p.call).copied().unwrap_or(0);
+            let a = agent_at.get(p.call).copied().unwrap_or(0);
             by_agent.entry(a).or_default().push((p.call, p.value));
         }
         out.extend(by_agent.into_iter().map(|(agent, points)| OwnEstimate {
