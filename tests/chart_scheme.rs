@@ -128,7 +128,72 @@ fn answers(c: &Value) -> Value {
     .map(|b| json!({"label": b.label, "color": b.color.hex(), "top": b.top}))
     .collect();
 
-    json!({"colors": colors, "styles": styles, "drawn": drawn, "bands": bands})
+    json!({"colors": colors, "styles": styles, "drawn": drawn, "bands": bands, "ticks": lane_ticks(&c["laneTicks"])})
+}
+
+/// The lane of the case's run: a real run's shape with the case's agents, compactions, events
+/// and per-call pruning put in.
+fn lane_ticks(l: &Value) -> Value {
+    use ctxlab::replay::{Compaction, RunEvent, StrategySpec};
+    let s = ctxlab::formats::load_file(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/samples/pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl"
+    )))
+    .unwrap();
+    let opts = ctxlab::compare::Settings::default().options(&s).unwrap();
+    let mut run = ctxlab::replay::run(&s, StrategySpec::None, &opts).unwrap();
+    run.agents = serde_json::from_value(l["agents"].clone()).unwrap();
+    run.compactions = l["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            for k in [
+                "tokens_before",
+                "tokens_after",
+                "summarizer_input",
+                "summarizer_output",
+            ] {
+                c[k] = json!(0);
+            }
+            serde_json::from_value::<Compaction>(c).unwrap()
+        })
+        .collect();
+    run.events = l["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e["tokens_before"] = json!(0);
+            e["tokens_after"] = json!(0);
+            serde_json::from_value::<RunEvent>(e).unwrap()
+        })
+        .collect();
+    let template = run.samples[0].clone();
+    let col = |k: &str| -> Vec<u64> {
+        l["series"][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (calls, agents, pruned) = (col("call"), col("agent"), col("pruned"));
+    run.samples = (0..calls.len())
+        .map(|j| {
+            let mut x = template.clone();
+            x.call = calls[j] as usize;
+            x.agent = agents[j] as usize;
+            x.pruned_tokens = pruned[j];
+            x
+        })
+        .collect();
+    scheme::run_ticks(&run)
+        .into_iter()
+        .map(|t| json!({"call": t.call, "kind": kind_name(t.kind), "label": t.label}))
+        .collect()
 }
 
 #[test]
@@ -140,6 +205,7 @@ fn the_library_answers_the_shared_chart_cases() {
         "styles": c["agentFamilies"]["styles"],
         "drawn": c["thinTicks"]["drawn"],
         "bands": c["agentAreas"]["bands"],
+        "ticks": c["laneTicks"]["ticks"],
     });
     assert_eq!(
         got,

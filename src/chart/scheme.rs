@@ -7,8 +7,10 @@
 //! context as stacked bands per agent.
 //!
 //! The constants live in `scheme.json`, which the app reads too (`ui/src/colors.ts`, `lanes.ts`,
-//! `composition.ts`), and the rules here are the app's rules: `tests/chart_scheme.rs` and the
-//! app's vitest check both against the same cases (`ui/src/chartscheme.cases.json`).
+//! `composition.ts`), and the rules here are the app's rules (`colors.ts`, `lanes.ts`,
+//! `comparelanes.ts`, `composition.ts`): `tests/chart_scheme.rs` and the app's vitest
+//! (`ui/src/scheme.cases.test.ts`) check both against the same cases, `scheme.cases.json`
+//! (colours, families, thinning and its words, a run's lane with its labels, composition bands).
 
 use crate::fmt::fmt_tokens;
 use crate::replay::{CompactionKind, Composition, Kind, Run};
@@ -314,13 +316,14 @@ pub fn run_ticks(run: &Run) -> Vec<Tick> {
             call: s.call,
             kind: TickKind::Pruning,
             label: format!(
-                "{} ({}): {} tokens left out of this call's view",
+                "{} ({}) at call {}: {} tokens left out of this call's view",
                 if starts {
                     "per-call pruning starts to bite"
                 } else {
                     "per-call pruning"
                 },
                 agent(s.agent),
+                fmt_tokens(s.call as u64),
                 fmt_tokens(s.pruned_tokens)
             ),
             tokens: s.pruned_tokens,

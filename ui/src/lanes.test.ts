@@ -46,7 +46,7 @@ describe("pruningTicks", () => {
       [4, 300],
       [5, 400],
     ]);
-    expect(t[0].label).toBe("per-call pruning starts to bite (agent0): 1,200 tokens left out of this call's view");
+    expect(t[0].label).toBe("per-call pruning starts to bite (agent0) at call 1: 1,200 tokens left out of this call's view");
     expect(t[1].label.startsWith("per-call pruning starts")).toBe(true);
     expect(t[2].label.startsWith("per-call pruning (agent0)")).toBe(true);
   });

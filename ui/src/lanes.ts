@@ -73,7 +73,7 @@ export function pruningTicks(calls: readonly number[], agents: readonly number[]
       call: calls[j],
       kind: "pruning",
       tokens: p,
-      label: `${starts ? "per-call pruning starts to bite" : "per-call pruning"} (${agentName(a)}): ${fmt(p)} tokens left out of this call's view`,
+      label: `${starts ? "per-call pruning starts to bite" : "per-call pruning"} (${agentName(a)}) at call ${fmt(calls[j])}: ${fmt(p)} tokens left out of this call's view`,
     });
   }
   return out;

@@ -7,7 +7,9 @@ import { describe, expect, it } from "vitest";
 import cases from "../../src/chart/scheme.cases.json";
 import type { CompositionView } from "./bindings/CompositionView";
 import { agentFamilies, strategyColors, toHex } from "./colors";
+import { compareLanes } from "./comparelanes";
 import { agentAreas, callsOf } from "./composition";
+import { run } from "./testruns";
 import { describe as describeTick, type Tick, type TickKind, thinTicks } from "./lanes";
 
 describe("the shared chart cases", () => {
@@ -49,5 +51,13 @@ describe("the shared chart cases", () => {
     };
     const bands = agentAreas(v, callsOf(v, a.agent), a.maxTools);
     expect(bands.map((b) => ({ label: b.label, color: toHex(b.color), top: b.top }))).toEqual(a.bands);
+  });
+
+  it("a run's lane: compactions with their reasons, per-call pruning", () => {
+    const l = cases.laneTicks;
+    const base = run("s");
+    const r = run("s", { agents: l.agents, compactions: l.compactions, events: l.events, series: { ...base.series, ...l.series } });
+    const [lane] = compareLanes([r], new Map([["s", "#000000"]]), new Set(), (n) => n.toLocaleString("en-US"));
+    expect(lane.ticks.map((t) => ({ call: t.call, kind: t.kind, label: t.label }))).toEqual(l.ticks);
   });
 });
