@@ -778,3 +778,25 @@ fn cline_ui_log_deduplicates_file_reads() {
     assert!(c[5].counted + one_read / 2 < c[4].counted + 20, "{c:?}");
     assert!(c[5].counted > one_read, "the last read stays: {c:?}");
 }
+
+// ---------------------------------------------------------------- pi
+
+/// pi records each reply's usage once the response is complete: the reply weighs its output.
+#[test]
+fn pi_reply_weighs_its_recorded_output() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/pi");
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("the pi sample");
+    let s = ctxlab::formats::load(&file).unwrap().remove(0);
+    let mut sized = 0;
+    for c in &s.calls {
+        if let (Some(r), Some(u)) = (c.reply, c.usage) {
+            assert_eq!(s.messages[r].flags.recorded_tokens, Some(u.output));
+            sized += 1;
+        }
+    }
+    assert!(sized > 0);
+}

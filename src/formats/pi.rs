@@ -193,6 +193,11 @@ impl Sink {
                 // Aborted and failed requests record all-zero usage: the provider reported nothing.
                 let usage = usage.filter(|u| *u != Usage::default());
                 let reply = (!parts.is_empty()).then(|| self.push(Role::Assistant, parts, ts, pos));
+                // pi writes the usage once the response is complete (final usage): the reply
+                // weighs its output tokens.
+                if let (Some(r), Some(u)) = (reply, usage) {
+                    self.s.messages[r].flags.recorded_tokens = Some(u.output);
+                }
                 let model = m.model.0;
                 if self.s.agents[0].model.is_none() {
                     self.s.agents[0].model = model.clone();
