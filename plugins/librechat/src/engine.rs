@@ -5,7 +5,9 @@
 //! so what the pruner does is a `ThisCall` view filter; only a summary changes the history.
 
 use crate::config::{Config, Trigger};
-use crate::prune::{js_round, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, PRESSURE_MASKING};
+use crate::prune::{
+    js_round, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, Texts, PRESSURE_MASKING,
+};
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy, Threshold,
     ThresholdKind,
@@ -26,49 +28,57 @@ struct AgentState {
     tool_schema: Option<f64>,
     /// `_lastSummarizationMsgCount`.
     last_summary_count: usize,
-    /// What each message is, by position after the leading summary (worked out once).
-    info: Vec<Info>,
+    /// What each message is, by position after the leading summary (worked out once, when it
+    /// arrives).
+    info: Vec<Lc>,
+    /// Positions (in `info`) of the pinned messages.
+    pinned: Vec<usize>,
 }
 
-/// The LangChain shape of one host message, kept between calls.
-#[derive(Debug)]
-struct Info {
-    id: u64,
-    kind: Kind,
-    has_text: bool,
-    result_of: Option<Box<str>>,
-    calls: Vec<(Box<str>, Box<str>)>,
-    max_arg: u64,
+/// The LangChain shape of one host message, kept between calls; `tools_before` counts the tool
+/// results before it.
+fn info_of(m: &ctxlab_plugin_api::Msg<'_>, tools_before: usize) -> Lc {
+    let k = kind(
+        m.role(),
+        m.has_tool_results() && m.role() != Role::Assistant,
+    );
+    let calls: Vec<(Box<str>, Box<str>)> = if k == Kind::Ai {
+        m.tools()
+            .filter(|t| !t.is_result())
+            .map(|t| (t.id().into(), t.body().into()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Lc {
+        id: m.id(),
+        kind: k,
+        tokens: m.tokens(),
+        len: crate::truncation::js_len(m.text()),
+        tools_before,
+        has_text: k == Kind::Ai && has_own_text(m),
+        result_of: (k == Kind::Tool)
+            .then(|| m.tools().find(|t| t.is_result()).map(|t| t.id().into()))
+            .flatten(),
+        max_arg: calls
+            .iter()
+            .map(|(_, a)| crate::truncation::js_len(a))
+            .max()
+            .unwrap_or(0),
+        calls,
+        pinned: m.is_pinned(),
+    }
 }
 
-impl Info {
-    fn of(m: &ctxlab_plugin_api::Msg<'_>) -> Info {
-        let k = kind(
-            m.role(),
-            m.has_tool_results() && m.role() != Role::Assistant,
-        );
-        let calls: Vec<(Box<str>, Box<str>)> = if k == Kind::Ai {
-            m.tools()
-                .filter(|t| !t.is_result())
-                .map(|t| (t.id().into(), t.body().into()))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        Info {
-            id: m.id(),
-            kind: k,
-            has_text: k == Kind::Ai && has_own_text(m),
-            result_of: (k == Kind::Tool)
-                .then(|| m.tools().find(|t| t.is_result()).map(|t| t.id().into()))
-                .flatten(),
-            max_arg: calls
-                .iter()
-                .map(|(_, a)| crate::truncation::js_len(a))
-                .max()
-                .unwrap_or(0),
-            calls,
-        }
+/// The originals' texts of the call's messages after its leading summary.
+struct CallTexts<'c, 'a> {
+    call: &'c Call<'a>,
+    base: usize,
+}
+
+impl Texts for CallTexts<'_, '_> {
+    fn text(&self, i: usize) -> &str {
+        self.call.msg(self.base + i).text()
     }
 }
 
@@ -81,6 +91,9 @@ struct Budget {
 
 pub struct LibreChat {
     cfg: Config,
+    /// Runs keep what they share (see `prune::Frozen`); off only to test that this changes
+    /// nothing.
+    incremental: bool,
     agents: HashMap<String, AgentState>,
     last_budget: Option<Budget>,
 }
@@ -89,11 +102,11 @@ pub struct LibreChat {
 struct HostCount<'c, 'a>(&'c Call<'a>);
 
 impl Recount for HostCount<'_, '_> {
-    fn recount(&self, m: &Lc<'_>, new_text: &str) -> u64 {
-        match (self.0.count_text(m.text), self.0.count_text(new_text)) {
+    fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64 {
+        match (self.0.count_text(old_text), self.0.count_text(new_text)) {
             (Some(old), Some(new)) => m.tokens.saturating_sub(old) + new,
             _ => {
-                let len = m.text.chars().count().max(1) as f64;
+                let len = old_text.chars().count().max(1) as f64;
                 (m.tokens as f64 * new_text.chars().count() as f64 / len).ceil() as u64
             }
         }
@@ -168,9 +181,26 @@ pub fn should_trigger(
 }
 
 impl LibreChat {
+    /// Every run works out the whole history, as LibreChat does (for tests).
+    pub fn from_scratch(mut self) -> LibreChat {
+        self.incremental = false;
+        self
+    }
+
+    /// Messages in the frozen prefixes of the agents' pruners (for tests).
+    #[cfg(test)]
+    pub fn frozen(&self) -> usize {
+        self.agents
+            .values()
+            .filter_map(|a| a.pruner.as_ref())
+            .map(|p| p.frozen_len())
+            .sum()
+    }
+
     pub fn new(cfg: Config) -> LibreChat {
         LibreChat {
             cfg,
+            incremental: true,
             agents: HashMap::new(),
             last_budget: None,
         }
@@ -184,6 +214,7 @@ fn pct(x: f64) -> String {
 impl Strategy for LibreChat {
     fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
         let cfg = &self.cfg;
+        let incremental = self.incremental;
         let n = call.len();
         // A summary at the start is instruction tokens (AgentContext.instructionTokens), never a
         // message the pruner sees.
@@ -194,51 +225,62 @@ impl Strategy for LibreChat {
         let summary_tokens = call.tokens_in(0..base) as f64;
         let st = self.agents.entry(call.agent().to_string()).or_default();
         // The shapes of the messages seen before stay; a history that changed is worked out anew.
-        let same = st
-            .info
-            .iter()
-            .zip(base..n)
-            .take_while(|(info, i)| info.id == call.msg(*i).id())
-            .count();
+        // The host appends `new_messages`; when the ends of the rest are the ones seen, the
+        // history only grew (the host changes it only by this strategy's summaries).
+        let len = n - base;
+        let old = len - (call.new_messages() as usize).min(len);
+        let grew = st.info.len() == old
+            && (old == 0
+                || (st.info[0].id == call.msg(base).id()
+                    && st.info[old - 1].id == call.msg(base + old - 1).id()));
+        let same = if grew {
+            old
+        } else {
+            st.info
+                .iter()
+                .zip(base..n)
+                .take_while(|(info, i)| info.id == call.msg(*i).id())
+                .count()
+        };
         st.info.truncate(same);
+        st.pinned.retain(|&p| p < same);
         for i in base + same..n {
-            st.info.push(Info::of(&call.msg(i)));
+            let tools_before = crate::prune::tools_upto(&st.info, st.info.len());
+            let m = call.msg(i);
+            if m.is_pinned() {
+                st.pinned.push(st.info.len());
+            }
+            st.info.push(info_of(&m, tools_before));
         }
-        let msgs: Vec<Lc<'_>> = st
-            .info
-            .iter()
-            .zip(base..n)
-            .map(|(info, i)| {
-                let m = call.msg(i);
-                Lc {
-                    kind: info.kind,
-                    id: info.id,
-                    tokens: m.tokens(),
-                    text: m.text(),
-                    calls: &info.calls,
-                    max_arg: info.max_arg,
-                    has_text: info.has_text,
-                    result_of: info.result_of.as_deref(),
-                }
-            })
-            .collect();
+        let msgs: &[Lc] = &st.info;
+        let tx = CallTexts { call, base };
 
         let b = call.budget();
         let max_context = max_context_tokens(b.context_window, b.max_output, cfg.reserve_ratio);
+        if st.pruner.as_ref().is_some_and(|p| p.seen() > same) {
+            // Not the history this closure saw: a new one.
+            st.pruner = None;
+        }
         if call.new_request() {
             // A new run: a new AgentContext and pruner; the calibration ratio carries over.
-            st.pruner = None;
+            if let Some(p) = st.pruner.as_mut() {
+                p.new_run(st.ratio);
+            }
             st.tool_schema = None;
             st.last_summary_count = 0;
         }
-        if st.pruner.as_ref().is_some_and(|p| !p.continues(&msgs)) {
-            st.pruner = None;
-        }
-        let pruner = st.pruner.get_or_insert_with(|| Pruner::new(st.ratio));
+        let pruner = st.pruner.get_or_insert_with(|| {
+            let p = Pruner::new(st.ratio);
+            if incremental {
+                p
+            } else {
+                p.from_scratch()
+            }
+        });
         // The graph has the previous call's usage only after a call of this pruner; the reply is
         // the first new AI message, counted with the provider's output tokens.
         let usage = (pruner.calls > 0 && call.prev_recorded_input_tokens() > 0)
-            .then(|| pruner.first_new_ai(&msgs).map(|i| msgs[i].tokens))
+            .then(|| pruner.first_new_ai(msgs).map(|i| msgs[i].tokens))
             .flatten()
             .map(|output| (call.prev_recorded_input_tokens(), output));
         let overhead = call.overhead_tokens() as f64;
@@ -249,7 +291,7 @@ impl Strategy for LibreChat {
             reserve_ratio: cfg.reserve_ratio,
             pruning: cfg.pruning.clone(),
         };
-        let res: Pruned = pruner.prune(&settings, &msgs, usage, instructions, &HostCount(call));
+        let res: Pruned = pruner.prune(&settings, msgs, &tx, usage, instructions, &HostCount(call));
         if res.calibration_ratio > 0.0 {
             st.ratio = res.calibration_ratio;
         }
@@ -326,7 +368,16 @@ impl Strategy for LibreChat {
             }
         }
         let pruner = st.pruner.as_ref().expect("the pruner of this call");
-        emit(call, base, &msgs, &res, pruner, settings.summarization, out);
+        emit(
+            base,
+            msgs,
+            &tx,
+            &st.pinned,
+            &res,
+            pruner,
+            settings.summarization,
+            out,
+        );
         Ok(())
     }
 
@@ -373,58 +424,67 @@ impl Strategy for LibreChat {
 
 /// The call's ops: the messages the pruner left out are dropped, the ones it sends changed are
 /// replaced by their new text (one op each: LibreChat's markers state each original length).
+/// It works on the messages sent and the stretches left out, not on every message.
+#[allow(clippy::too_many_arguments)]
 fn emit(
-    call: &Call<'_>,
     base: usize,
-    msgs: &[Lc<'_>],
+    msgs: &[Lc],
+    tx: &dyn Texts,
+    pinned: &[usize],
     res: &Pruned,
     pruner: &Pruner,
     summarization: bool,
     out: &mut Decision,
 ) {
     let n = msgs.len();
-    let mut kept = vec![false; n];
-    let mut texts: Vec<Option<&str>> = vec![None; n];
-    for (i, t) in &res.context {
-        kept[*i] = true;
-        texts[*i] = match t {
-            Sent::Run => pruner.run_text(*i),
-            Sent::Own(t) => Some(t.as_str()).filter(|t| *t != msgs[*i].text),
-        };
-    }
+    // The kept positions, ascending, with what each sends when it is not its original.
+    let mut kept: Vec<(usize, Option<&str>)> = res
+        .context
+        .iter()
+        .map(|(i, t)| {
+            let text = match t {
+                Sent::Run => pruner.run_text(*i),
+                Sent::Own(t) => Some(t.as_str()).filter(|t| *t != tx.text(*i)),
+            };
+            (*i, text)
+        })
+        .collect();
+    let is_kept =
+        |kept: &[(usize, Option<&str>)], p: usize| kept.binary_search_by_key(&p, |k| k.0).is_ok();
     // The host refuses a drop that separates a call from its result: a result dropped as an
     // orphan whose call lies in another dropped stretch takes the messages between with it.
-    // Only a dropped result after a kept message can have kept messages before it back to its
-    // call (the system message at 0 never lies between): the map of calls is built only then.
-    let mut pos_of_call: Option<HashMap<&str, usize>> = None;
+    // Only a dropped result after a kept message (the system message at 0 aside) can have kept
+    // messages before it back to its call.
+    let first_seen = kept
+        .iter()
+        .map(|k| k.0)
+        .find(|&p| !(p == 0 && msgs[0].kind == Kind::System));
     let mut widened = 0;
-    let mut seen_kept = false;
-    for p in 0..n {
-        if kept[p] {
-            seen_kept |= !(p == 0 && msgs[0].kind == Kind::System);
-            continue;
-        }
-        if !seen_kept || msgs[p].result_of.is_none() {
-            continue;
-        }
-        let pos_of_call = pos_of_call.get_or_insert_with(|| {
-            msgs.iter()
-                .enumerate()
-                .flat_map(|(i, m)| m.calls.iter().map(move |(id, _)| (&**id, i)))
-                .collect()
-        });
-        if let Some(q) = msgs[p].result_of.and_then(|r| pos_of_call.get(r)).copied() {
-            if q < p && !kept[q] {
-                for j in q..p {
-                    if kept[j] {
-                        kept[j] = false;
-                        widened += 1;
+    if let Some(first) = first_seen {
+        let mut p = first + 1;
+        while p < n {
+            if is_kept(&kept, p) {
+                p += 1;
+                continue;
+            }
+            if let Some(r) = msgs[p].result_of.as_deref() {
+                // The call's position is the last message carrying its id (ids may repeat: an
+                // empty one does).
+                let q = (0..n)
+                    .rev()
+                    .find(|&q| msgs[q].calls.iter().any(|(id, _)| &**id == r));
+                if let Some(q) = q {
+                    if q < p && !is_kept(&kept, q) {
+                        let before = kept.len();
+                        kept.retain(|k| !(q..p).contains(&k.0));
+                        widened += before - kept.len();
                     }
                 }
             }
+            p += 1;
         }
     }
-    let dropped = kept.iter().filter(|k| !**k).count();
+    let dropped = n - kept.len();
     for k in [
         ("observation_masking", res.masked, "consumed tool results masked (recency-weighted share of the budget, at least 300 chars)"),
         (
@@ -479,32 +539,36 @@ fn emit(
             ),
         );
     }
-    let mut i = 0;
-    while i < n {
-        if kept[i] {
-            if let Some(t) = texts[i] {
-                out.op(
-                    OpKind::Mask {
-                        placeholder: t.to_string(),
-                    },
-                    Scope::ThisCall,
-                    base + i..base + i + 1,
-                );
+    // Left-out stretches are dropped, split around pinned messages (a host notion: sent
+    // whatever LibreChat would do).
+    let drop = |s: usize, e: usize, out: &mut Decision| {
+        let mut from = s;
+        let first = pinned.partition_point(|&p| p < s);
+        for &p in pinned[first..].iter().take_while(|&&p| p < e) {
+            if p > from {
+                out.drop_range(base + from..base + p, Scope::ThisCall);
             }
-            i += 1;
-            continue;
+            from = p + 1;
         }
-        let s = i;
-        while i < n && !kept[i] && !call.msg(base + i).is_pinned() {
-            i += 1;
+        if e > from {
+            out.drop_range(base + from..base + e, Scope::ThisCall);
         }
-        if i > s {
-            out.drop_range(base + s..base + i, Scope::ThisCall);
-        } else {
-            // A pinned message (a host notion) is sent whatever LibreChat would do.
-            i += 1;
+    };
+    let mut next = 0;
+    for (i, text) in kept {
+        drop(next, i, out);
+        if let Some(t) = text {
+            out.op(
+                OpKind::Mask {
+                    placeholder: t.to_string(),
+                },
+                Scope::ThisCall,
+                base + i..base + i + 1,
+            );
         }
+        next = i + 1;
     }
+    drop(next, n, out);
 }
 
 fn trigger_text(t: Option<Trigger>) -> String {

@@ -34,28 +34,54 @@ pub enum Kind {
     Tool,
 }
 
-/// One message of the graph's `messages`, as the host holds it (the originals).
+/// One message of the graph's `messages`, as the host holds it (the originals), worked out once
+/// when it arrives and kept between calls: its text is read only when it is cut ([`Texts`]).
 #[derive(Debug, Clone)]
-pub struct Lc<'a> {
+pub struct Lc {
     pub kind: Kind,
     pub id: u64,
     /// The host's token count of the original.
     pub tokens: u64,
-    /// The original text (the host's flattened text: text parts, tool arguments, results).
-    pub text: &'a str,
+    /// Length of the original text in UTF-16 code units (`content.length`), measured once.
+    pub len: u64,
+    /// Tool messages before this one: its rank among the results (masking and pre-flight
+    /// weights).
+    pub tools_before: usize,
     /// AI: ids of its tool calls, and their arguments (JSON text) in order.
-    pub calls: &'a [(Box<str>, Box<str>)],
+    pub calls: Vec<(Box<str>, Box<str>)>,
     /// AI: length of its longest tool-call arguments (UTF-16 code units, as JavaScript counts).
     pub max_arg: u64,
     /// AI: it has text of its own (`maskConsumedToolResults`' `hasText`).
     pub has_text: bool,
     /// Tool: the id of the call it answers (`tool_call_id`).
-    pub result_of: Option<&'a str>,
+    pub result_of: Option<Box<str>>,
+    /// A host notion: the message is sent whatever LibreChat does.
+    pub pinned: bool,
+}
+
+/// The original texts of the messages (the host's flattened text: text parts, tool arguments,
+/// results), by position: read only for the messages a call cuts or strips.
+pub trait Texts {
+    fn text(&self, i: usize) -> &str;
+}
+
+impl Texts for Vec<&str> {
+    fn text(&self, i: usize) -> &str {
+        self[i]
+    }
+}
+
+/// Tool results before position `e`.
+pub fn tools_upto(msgs: &[Lc], e: usize) -> usize {
+    match e.checked_sub(1).map(|l| &msgs[l]) {
+        Some(m) => m.tools_before + usize::from(m.kind == Kind::Tool),
+        None => 0,
+    }
 }
 
 /// Recounts an edited message as the host will: `tokens − count(old) + count(new)`.
 pub trait Recount {
-    fn recount(&self, m: &Lc<'_>, new_text: &str) -> u64;
+    fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64;
 }
 
 /// What a kept message sends.
@@ -103,12 +129,46 @@ pub struct Pruned {
     pub pruning_budget: f64,
 }
 
-/// The state of one `createPruneMessages` closure.
+/// The messages at the start of the history that every run leaves alike, so that a run (a new
+/// closure, which LibreChat builds from the stored originals) need not work them out again.
+///
+/// In a long conversation the consumed tool results far back all get the masking floor: a new
+/// closure's first call masks each of them from its original to `MASKED_RESULT_MAX_CHARS`
+/// (recency weights over 0.6 × count shares of the budget fall below it), and nothing after that
+/// touches them while the pre-flight caps stay at or above their length, their tool inputs fit
+/// the input cap and contextPruning's minimum is above their length. Those conditions are
+/// checked at every call; when one fails, the prefix is worked out again from the originals, as
+/// the closure does. So every call costs what changed since the last run, not the history.
+#[derive(Debug, Clone, Default)]
+struct Frozen {
+    /// Positions before this hold their steady state (in `map`, `content`, `lens`).
+    len: usize,
+    /// Σ original tokens of the prefix (what a new closure counts before it masks).
+    orig_tokens: u64,
+    /// Σ tokens of the prefix as masked.
+    tokens: u64,
+    /// Tool results of the prefix a new closure masks (longer than the floor).
+    masked: usize,
+    /// Longest tool result of the prefix as masked (UTF-16 units).
+    max_result: u64,
+    /// Longest tool-call input of the prefix's AI messages (they keep their originals).
+    max_arg: u64,
+    /// Rank of the prefix's last tool result (its masking cap is the prefix's largest).
+    last_rank: Option<usize>,
+    /// A new run has not masked the prefix yet: it stands for the originals until its first call
+    /// masks it.
+    pending: bool,
+}
+
+/// The state of one `createPruneMessages` closure, kept from run to run for the frozen prefix.
 #[derive(Debug, Clone)]
 pub struct Pruner {
-    /// Host ids of the messages it has seen, by position (a history that no longer extends them
-    /// is another run's).
-    pub ids: Vec<u64>,
+    /// Messages seen (a history that no longer extends them is another run's).
+    seen: usize,
+    /// The last AI message with text of its own: tool results before it are consumed.
+    last_text: Option<usize>,
+    /// The first human message: contextPruning protects what comes before it.
+    first_human: Option<usize>,
     map: Vec<Option<u64>>,
     /// The mutated content of a message (masked, truncated, pruned) within the run.
     content: Vec<Option<String>>,
@@ -125,15 +185,52 @@ pub struct Pruner {
     best_overhead: Option<f64>,
     best_variance: f64,
     best_estimate: Option<f64>,
-    /// Calls so far: the graph has usage for a call only after one.
+    frozen: Frozen,
+    /// Keeps a frozen prefix from run to run (off: every run starts from scratch, as LibreChat's
+    /// closure does; the tests compare the two).
+    incremental: bool,
+    /// Calls so far in this run: the graph has usage for a call only after one.
     pub calls: u64,
+}
+
+/// `maskConsumedToolResults`' cap of the consumed result of rank `c` among `count`.
+fn mask_cap(c: usize, count: usize, total_chars: f64) -> u64 {
+    if total_chars <= 0.0 {
+        return MASKED_RESULT_MAX_CHARS;
+    }
+    let position = if count > 1 {
+        c as f64 / (count - 1) as f64
+    } else {
+        1.0
+    };
+    let weight = 0.2 + 0.8 * position;
+    let total_weight = if count > 1 { 0.6 * count as f64 } else { 1.0 };
+    let share = weight / total_weight * total_chars;
+    (MASKED_RESULT_MAX_CHARS as f64).max(share.floor()) as u64
+}
+
+/// The pre-flight cap of the tool result of rank `t` among `tools`.
+fn result_cap(base_chars: f64, t: usize, tools: usize) -> u64 {
+    let position = if tools > 1 {
+        t as f64 / (tools - 1) as f64
+    } else {
+        1.0
+    };
+    200f64.max((base_chars * (0.2 + 0.8 * position)).floor()) as u64
+}
+
+/// The smallest pre-flight cap of any tool result with `base` tokens.
+fn least_result_cap(base: i64) -> u64 {
+    result_cap(max_tool_result_chars(base) as f64, 0, 2)
 }
 
 impl Pruner {
     /// `createPruneMessages` with an empty token map, seeded with `calibrationRatio`.
     pub fn new(seed_ratio: f64) -> Pruner {
         Pruner {
-            ids: Vec::new(),
+            seen: 0,
+            last_text: None,
+            first_human: None,
             map: Vec::new(),
             content: Vec::new(),
             inputs: Inputs::new(),
@@ -147,17 +244,57 @@ impl Pruner {
             best_overhead: None,
             best_variance: f64::INFINITY,
             best_estimate: None,
+            frozen: Frozen::default(),
+            incremental: true,
             calls: 0,
         }
     }
 
-    /// True when `msgs` extends the history this closure has seen.
-    pub fn continues(&self, msgs: &[Lc<'_>]) -> bool {
-        msgs.len() >= self.ids.len() && self.ids.iter().zip(msgs).all(|(&id, m)| id == m.id)
+    /// The same closure without the frozen prefix: every run works out the whole history.
+    pub fn from_scratch(mut self) -> Pruner {
+        self.incremental = false;
+        self
+    }
+
+    /// `createPruneMessages` again on the same history (a new run): the closure starts from the
+    /// originals, seeded with `calibrationRatio`. The frozen prefix stays, standing for its
+    /// originals until the run's first call masks it.
+    pub fn new_run(&mut self, seed_ratio: f64) {
+        if !self.incremental {
+            *self = Pruner::new(seed_ratio).from_scratch();
+            return;
+        }
+        let s = self.frozen.len;
+        self.map.truncate(s);
+        self.content.truncate(s);
+        self.lens.truncate(s);
+        self.inputs.retain(|&i, _| i < s);
+        self.total = self.frozen.orig_tokens;
+        self.frozen.pending = s > 0;
+        self.last_turn_start = s;
+        self.last_cut = 0;
+        self.cum_raw = 0.0;
+        self.cum_provider = 0.0;
+        self.ratio = if seed_ratio > 0.0 { seed_ratio } else { 1.0 };
+        self.best_overhead = None;
+        self.best_variance = f64::INFINITY;
+        self.best_estimate = None;
+        self.calls = 0;
+    }
+
+    /// Messages in the frozen prefix.
+    pub fn frozen_len(&self) -> usize {
+        self.frozen.len
+    }
+
+    /// Messages this closure has seen: a history shorter than this (or changed within it) is
+    /// another run's.
+    pub fn seen(&self) -> usize {
+        self.seen
     }
 
     /// The first AI message this call counts anew (the previous call's reply).
-    pub fn first_new_ai(&self, msgs: &[Lc<'_>]) -> Option<usize> {
+    pub fn first_new_ai(&self, msgs: &[Lc]) -> Option<usize> {
         (self.last_turn_start..msgs.len())
             .find(|&i| self.map.get(i).is_none_or(|t| t.is_none()) && msgs[i].kind == Kind::Ai)
     }
@@ -173,8 +310,86 @@ impl Pruner {
         self.content.get(i).and_then(|t| t.as_deref())
     }
 
-    fn text<'m>(&'m self, msgs: &'m [Lc<'_>], i: usize) -> &'m str {
-        self.content[i].as_deref().unwrap_or(msgs[i].text)
+    fn text<'m>(&'m self, tx: &'m dyn Texts, i: usize) -> &'m str {
+        self.content[i].as_deref().unwrap_or_else(|| tx.text(i))
+    }
+
+    /// The frozen prefix against this call's passes: kept (and, at a run's first call, masked
+    /// as the closure masks it) when none of them would touch it, else worked out again.
+    #[allow(clippy::too_many_arguments)]
+    fn check_frozen(
+        &mut self,
+        msgs: &[Lc],
+        masks: bool,
+        count: usize,
+        total_chars: f64,
+        preflights: &[i64],
+        pruning: Option<&ContextPruning>,
+    ) -> usize {
+        let f = &self.frozen;
+        if f.len == 0 {
+            self.frozen = Frozen::default();
+            return 0;
+        }
+        let mut ok = preflights.iter().all(|&base| {
+            least_result_cap(base) >= f.max_result && max_tool_input_chars(base) >= f.max_arg
+        }) && pruning.is_none_or(|p| f.max_result < p.min_prunable_tool_chars);
+        if f.pending {
+            ok &= masks
+                && f.last_rank
+                    .is_none_or(|c| mask_cap(c, count, total_chars) == MASKED_RESULT_MAX_CHARS);
+        }
+        if ok {
+            if !f.pending {
+                return 0;
+            }
+            let masked = f.masked;
+            self.total = self.total - f.orig_tokens + f.tokens;
+            self.frozen.pending = false;
+            return masked;
+        }
+        if f.pending {
+            // The run starts from the originals.
+            for (i, m) in msgs.iter().enumerate().take(f.len) {
+                self.map[i] = Some(m.tokens);
+                self.content[i] = None;
+                self.lens[i] = m.len;
+            }
+        }
+        self.frozen = Frozen::default();
+        0
+    }
+
+    /// After a run's first call, the consumed messages that call left in their steady state
+    /// join the frozen prefix.
+    fn extend_frozen(&mut self, msgs: &[Lc], count: usize, total_chars: f64, least_input_cap: u64) {
+        let end = self.last_text.unwrap_or(0);
+        let mut i = self.frozen.len;
+        while i < end {
+            let m = &msgs[i];
+            let f = &mut self.frozen;
+            match m.kind {
+                Kind::Tool => {
+                    if mask_cap(m.tools_before, count, total_chars) != MASKED_RESULT_MAX_CHARS {
+                        break;
+                    }
+                    f.masked += usize::from(m.len > MASKED_RESULT_MAX_CHARS);
+                    f.max_result = f.max_result.max(self.lens[i]);
+                    f.last_rank = Some(m.tools_before);
+                }
+                Kind::Ai => {
+                    if m.max_arg > least_input_cap || self.inputs.contains_key(&i) {
+                        break;
+                    }
+                    f.max_arg = f.max_arg.max(m.max_arg);
+                }
+                _ => {}
+            }
+            f.orig_tokens += m.tokens;
+            f.tokens += self.map[i].unwrap_or(0);
+            i += 1;
+        }
+        self.frozen.len = i;
     }
 
     /// One call of `pruneMessages`. `usage`: (input tokens, output tokens) of the previous LLM
@@ -182,7 +397,8 @@ impl Pruner {
     pub fn prune(
         &mut self,
         s: &Settings,
-        msgs: &[Lc<'_>],
+        msgs: &[Lc],
+        tx: &dyn Texts,
         usage: Option<(u64, u64)>,
         instructions: f64,
         rc: &dyn Recount,
@@ -198,18 +414,27 @@ impl Pruner {
             out.resolved_overhead = self.best_overhead;
             return out;
         }
-        self.ids.extend(msgs[self.ids.len()..].iter().map(|m| m.id));
-        self.map.resize(n, None);
-        self.content.resize(n, None);
-        let seen = self.lens.len();
-        self.lens
-            .extend(msgs[seen..].iter().map(|m| js_len(m.text)));
+        for (i, m) in msgs.iter().enumerate().skip(self.seen) {
+            if m.kind == Kind::Ai && m.has_text {
+                self.last_text = Some(i);
+            }
+            if m.kind == Kind::Human && self.first_human.is_none() {
+                self.first_human = Some(i);
+            }
+        }
+        self.seen = self.seen.max(n);
+        for m in &msgs[self.map.len()..] {
+            self.map.push(None);
+            self.content.push(None);
+            self.lens.push(m.len);
+        }
 
         // New messages: raw counts; with usage, the first new AI message is the reply and counts
         // the provider's output tokens.
-        let mut new_outputs = vec![false; n];
+        let new_from = self.last_turn_start;
+        let mut new_outputs = vec![false; n.saturating_sub(new_from)];
         let mut assigned = false;
-        for i in self.last_turn_start..n {
+        for i in new_from..n {
             if self.map[i].is_some() {
                 continue;
             }
@@ -221,7 +446,7 @@ impl Pruner {
                 _ => self.map[i] = Some(msgs[i].tokens),
             }
             if usage.is_some() {
-                new_outputs[i] = true;
+                new_outputs[i - new_from] = true;
             }
             self.total += self.map[i].unwrap_or(0);
         }
@@ -234,7 +459,7 @@ impl Pruner {
                 raw_sent += self.map[0].unwrap_or(0);
             }
             for i in self.last_cut..n {
-                if (i == 0 && first_is_system) || new_outputs[i] {
+                if (i == 0 && first_is_system) || (i >= new_from && new_outputs[i - new_from]) {
                     continue;
                 }
                 raw_sent += self.map[i].unwrap_or(0);
@@ -283,20 +508,6 @@ impl Pruner {
         out.calibration_ratio = self.ratio;
         out.resolved_overhead = self.best_overhead;
 
-        if effective == 0.0 && s.summarization {
-            // Instructions fill the budget: every message goes to the summarizer.
-            self.last_turn_start = n;
-            let calibrated = js_round(self.total as f64 * self.ratio);
-            out.refine = n;
-            out.pre_prune = calibrated;
-            out.pressure = if pruning_budget > 0.0 {
-                calibrated / pruning_budget
-            } else {
-                0.0
-            };
-            return out;
-        }
-
         // `sumTokenCounts` over the map: kept as a running total (every count that changes
         // changes it), so a call costs what changed, not the whole run.
         let calibrated = js_round(self.total as f64 * self.ratio);
@@ -305,9 +516,12 @@ impl Pruner {
         } else {
             0.0
         };
-        out.pressure = pressure;
+        let early = effective == 0.0 && s.summarization;
 
-        if pressure >= PRESSURE_MASKING {
+        // This call's passes, worked out before any of them runs (the frozen prefix is checked
+        // against them).
+        let masks = !early && pressure >= PRESSURE_MASKING;
+        let mask_budget = {
             let raw_budget = if self.ratio > 0.0 {
                 (effective / self.ratio).floor()
             } else {
@@ -318,30 +532,75 @@ impl Pruner {
             } else {
                 0.0
             };
-            out.masked = self.mask(msgs, raw_budget + headroom, rc);
-            if out.masked > 0 {
-                self.cum_raw = 0.0;
-                self.cum_provider = 0.0;
-            }
-        }
-        if pressure >= PRESSURE_MASKING && !s.summarization {
+            raw_budget + headroom
+        };
+        let total_chars = if mask_budget > 0.0 {
+            mask_budget * 4.0
+        } else {
+            0.0
+        };
+        let consumed = tools_upto(msgs, self.last_text.unwrap_or(0));
+        let fading = (!early && pressure >= PRESSURE_MASKING && !s.summarization).then(|| {
             let factor = PRESSURE_BANDS
                 .iter()
                 .find(|(t, _)| pressure >= *t)
                 .map_or(1.0, |b| b.1);
-            let base = 1024f64.max((effective * factor).floor());
-            out.preflight = self.preflight(msgs, base as i64, rc);
-        }
-        if s.pruning.enabled && !s.summarization {
-            out.context_pruned = self.context_pruning(msgs, &s.pruning, rc);
-        }
+            1024f64.max((effective * factor).floor()) as i64
+        });
+        let pruning = (!early && s.pruning.enabled && !s.summarization).then_some(&s.pruning);
         let raw_effective = if self.ratio > 0.0 {
             js_round(effective / self.ratio)
         } else {
             effective
         };
-        if s.summarization && raw_effective > 0.0 {
-            out.preflight = self.preflight(msgs, raw_effective as i64, rc);
+        let fit =
+            (!early && s.summarization && raw_effective > 0.0).then_some(raw_effective as i64);
+        let preflights: Vec<i64> = fading.into_iter().chain(fit).collect();
+        let first_of_run = self.calls == 1;
+        let prefix_masked =
+            self.check_frozen(msgs, masks, consumed, total_chars, &preflights, pruning);
+        let from = self.frozen.len;
+
+        if early {
+            // Instructions fill the budget: every message goes to the summarizer.
+            self.last_turn_start = n;
+            out.refine = n;
+            out.pre_prune = calibrated;
+            out.pressure = pressure;
+            return out;
+        }
+        out.pressure = pressure;
+
+        if masks {
+            out.masked = prefix_masked + self.mask(msgs, tx, consumed, total_chars, from, rc);
+            if out.masked > 0 {
+                self.cum_raw = 0.0;
+                self.cum_provider = 0.0;
+            }
+        }
+        if let Some(base) = fading {
+            out.preflight = self.preflight(msgs, tx, base, from, rc);
+        }
+        if let Some(p) = pruning {
+            out.context_pruned = self.context_pruning(msgs, tx, p, from, rc);
+        }
+        if let Some(base) = fit {
+            out.preflight = self.preflight(msgs, tx, base, from, rc);
+        }
+        if first_of_run
+            && self.incremental
+            && masks
+            && preflights
+                .iter()
+                .all(|&b| least_result_cap(b) >= MASKED_RESULT_MAX_CHARS)
+            && pruning.is_none_or(|p| MASKED_RESULT_MAX_CHARS < p.min_prunable_tool_chars)
+        {
+            let least_input_cap = preflights
+                .iter()
+                .map(|&b| max_tool_input_chars(b))
+                .min()
+                .unwrap_or(u64::MAX);
+            self.extend_frozen(msgs, consumed, total_chars, least_input_cap);
         }
 
         let calibrated = js_round(self.total as f64 * self.ratio);
@@ -363,11 +622,11 @@ impl Pruner {
         } else {
             current_instructions
         };
-        let counts: Vec<u64> = self.map[..n].iter().map(|t| t.unwrap_or(0)).collect();
+        let counts = &self.map[..n];
         let texts = &self.content[..n];
-        let fit = within_limit(msgs, &counts, raw_budget, raw_instructions);
+        let fit = within_limit(msgs, counts, raw_budget, raw_instructions);
         let (mut context, mut reclaimed, dropped) =
-            repair_orphans(msgs, &counts, texts, &self.inputs, &fit.context, rc);
+            repair_orphans(msgs, tx, counts, texts, &self.inputs, &fit.context, rc);
         out.orphans = dropped;
         let mut refine = fit.refine + dropped;
         let remaining_initial = fit.remaining;
@@ -375,10 +634,10 @@ impl Pruner {
         if context.is_empty() && effective > 0.0 && s.summarization {
             // Fallback fading on a copy, retried against the (calibrated-space) pruning budget.
             let budget = 1024f64.max(effective) as i64;
-            let (counts2, texts2, inputs2) = self.faded(msgs, budget, rc);
-            let counts2: Vec<u64> = counts2.iter().map(|t| t.unwrap_or(0)).collect();
+            let (counts2, texts2, inputs2) = self.faded(msgs, tx, budget, rc);
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs2, &retry.context, rc);
+            let (c, r, d) =
+                repair_orphans(msgs, tx, &counts2, &texts2, &inputs2, &retry.context, rc);
             if !c.is_empty() {
                 context = own(c, &texts2);
                 reclaimed = r;
@@ -390,22 +649,23 @@ impl Pruner {
             let per_message = (effective / n.max(1) as f64).floor();
             let cap = 200f64.max(per_message * 4.0) as u64;
             out.emergency = Some(cap);
-            let mut counts2 = counts.clone();
-            let mut texts2 = texts.to_vec();
+            let mut counts2 = self.map[..n].to_vec();
+            let mut texts2 = self.content[..n].to_vec();
             let mut inputs = self.inputs.clone();
             for i in 0..n {
                 let m = &msgs[i];
-                let text = texts2[i].as_deref().unwrap_or(m.text);
+                let text = texts2[i].as_deref().unwrap_or_else(|| tx.text(i));
                 match m.kind {
                     Kind::Tool => {
                         if let Some(t) = truncate_result(text, cap) {
-                            counts2[i] = rc.recount(m, &t);
+                            counts2[i] = Some(rc.recount(m, tx.text(i), &t));
                             texts2[i] = Some(t);
                         }
                     }
                     Kind::Ai => {
-                        if let Some((t, now)) = truncate_inputs(m, inputs.get(&i), cap) {
-                            counts2[i] = rc.recount(m, &t);
+                        if let Some((t, now)) = truncate_inputs(m, tx.text(i), inputs.get(&i), cap)
+                        {
+                            counts2[i] = Some(rc.recount(m, tx.text(i), &t));
                             texts2[i] = Some(t);
                             inputs.insert(i, now);
                         }
@@ -414,7 +674,8 @@ impl Pruner {
                 }
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(msgs, &counts2, &texts2, &inputs, &retry.context, rc);
+            let (c, r, d) =
+                repair_orphans(msgs, tx, &counts2, &texts2, &inputs, &retry.context, rc);
             context = own(c, &texts2);
             reclaimed = r;
             refine += retry.refine + d;
@@ -433,47 +694,30 @@ impl Pruner {
         out
     }
 
-    /// `maskConsumedToolResults` with a recency-weighted share of `raw_budget`.
-    fn mask(&mut self, msgs: &[Lc<'_>], raw_budget: f64, rc: &dyn Recount) -> usize {
-        let mut seen_text = false;
-        let mut consumed = Vec::new();
-        for i in (0..msgs.len()).rev() {
-            match msgs[i].kind {
-                Kind::Ai if msgs[i].has_text => seen_text = true,
-                Kind::Tool if seen_text => consumed.push(i),
-                _ => {}
-            }
-        }
-        if consumed.is_empty() {
-            return 0;
-        }
-        consumed.reverse();
-        let total_chars = if raw_budget > 0.0 {
-            raw_budget * 4.0
-        } else {
-            0.0
-        };
-        let count = consumed.len();
+    /// `maskConsumedToolResults` with a recency-weighted share of the budget (`total_chars`):
+    /// the consumed results are the tool results before the last AI message with text, ranked
+    /// among `count`; the frozen prefix before `from` is at or under every cap.
+    fn mask(
+        &mut self,
+        msgs: &[Lc],
+        tx: &dyn Texts,
+        count: usize,
+        total_chars: f64,
+        from: usize,
+        rc: &dyn Recount,
+    ) -> usize {
+        let end = self.last_text.unwrap_or(0);
         let mut masked = 0;
-        for (c, &i) in consumed.iter().enumerate() {
-            let max = if total_chars > 0.0 {
-                let position = if count > 1 {
-                    c as f64 / (count - 1) as f64
-                } else {
-                    1.0
-                };
-                let weight = 0.2 + 0.8 * position;
-                let total_weight = if count > 1 { 0.6 * count as f64 } else { 1.0 };
-                let share = weight / total_weight * total_chars;
-                (MASKED_RESULT_MAX_CHARS as f64).max(share.floor()) as u64
-            } else {
-                MASKED_RESULT_MAX_CHARS
-            };
+        for i in from..end {
+            if msgs[i].kind != Kind::Tool {
+                continue;
+            }
+            let max = mask_cap(msgs[i].tools_before, count, total_chars);
             if self.lens[i] <= max {
                 continue;
             }
-            if let Some(t) = truncate_result(self.text(msgs, i), max) {
-                self.set_count(i, rc.recount(&msgs[i], &t));
+            if let Some(t) = truncate_result(self.text(tx, i), max) {
+                self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 masked += 1;
@@ -483,7 +727,14 @@ impl Pruner {
     }
 
     /// `preFlightTruncateToolResults` + `preFlightTruncateToolCallInputs` with `base` tokens.
-    fn preflight(&mut self, msgs: &[Lc<'_>], base: i64, rc: &dyn Recount) -> usize {
+    fn preflight(
+        &mut self,
+        msgs: &[Lc],
+        tx: &dyn Texts,
+        base: i64,
+        from: usize,
+        rc: &dyn Recount,
+    ) -> usize {
         let mut w = Work {
             counts: &mut self.map,
             total: &mut self.total,
@@ -491,13 +742,14 @@ impl Pruner {
             lens: &mut self.lens,
             inputs: &mut self.inputs,
         };
-        preflight_on(msgs, &mut w, base, rc)
+        preflight_on(msgs, tx, &mut w, base, from, rc)
     }
 
     /// Fallback fading: the pre-flight truncation on a copy (the closure keeps its counts).
     fn faded(
         &self,
-        msgs: &[Lc<'_>],
+        msgs: &[Lc],
+        tx: &dyn Texts,
         base: i64,
         rc: &dyn Recount,
     ) -> (Vec<Option<u64>>, Vec<Option<String>>, Inputs) {
@@ -515,55 +767,59 @@ impl Pruner {
             lens: &mut lens,
             inputs: &mut inputs,
         };
-        preflight_on(msgs, &mut w, base, rc);
+        preflight_on(msgs, tx, &mut w, base, 0, rc);
         (counts, content, inputs)
     }
 
-    /// `applyContextPruning` (contextPruning.ts).
-    fn context_pruning(&mut self, msgs: &[Lc<'_>], p: &ContextPruning, rc: &dyn Recount) -> usize {
+    /// `applyContextPruning` (contextPruning.ts); the frozen prefix before `from` is under its
+    /// minimum length.
+    fn context_pruning(
+        &mut self,
+        msgs: &[Lc],
+        tx: &dyn Texts,
+        p: &ContextPruning,
+        from: usize,
+        rc: &dyn Recount,
+    ) -> usize {
         let n = msgs.len();
         if !p.enabled || n == 0 {
             return 0;
         }
-        let mut protected = vec![false; n];
-        if msgs[0].kind == Kind::System {
-            protected[0] = true;
-        }
-        for i in 0..n {
-            if msgs[i].kind == Kind::Human {
-                break;
-            }
-            protected[i] = true;
-        }
+        // Protected: everything before the first human message (the system message too), and
+        // the last `keepLastAssistants` turns, walked back from the end.
+        let head = self.first_human.unwrap_or(n);
+        let mut tail = vec![false; 0];
+        let mut stop = 0;
         let mut turns = 0u64;
         let mut in_turn = false;
         for i in (0..n).rev() {
             if matches!(msgs[i].kind, Kind::Ai | Kind::Tool) {
-                protected[i] = true;
+                tail.push(true);
                 in_turn = true;
             } else {
                 if in_turn {
                     turns += 1;
                     in_turn = false;
                     if turns >= p.keep_last_assistants {
+                        stop = i + 1;
                         break;
                     }
                 }
-                if turns < p.keep_last_assistants {
-                    protected[i] = true;
-                }
+                tail.push(turns < p.keep_last_assistants);
             }
         }
+        // `tail[k]`: position n - 1 - k, for positions at or after `stop`.
+        let protected = |i: usize| i < head || (i >= stop && tail[n - 1 - i]);
         let mut changed = 0;
-        for i in 0..n {
-            if msgs[i].kind != Kind::Tool || protected[i] {
+        for i in from..n {
+            if msgs[i].kind != Kind::Tool || protected(i) {
                 continue;
             }
             let len = self.lens[i];
             if len < p.min_prunable_tool_chars {
                 continue;
             }
-            let text = self.text(msgs, i);
+            let text = self.text(tx, i);
             let age = (n - i) as f64 / n as f64;
             let new = if age >= p.hard_clear_ratio && p.hard_clear_enabled {
                 Some(p.hard_clear_placeholder.clone())
@@ -577,7 +833,7 @@ impl Pruner {
                 None
             };
             if let Some(t) = new {
-                self.set_count(i, rc.recount(&msgs[i], &t));
+                self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
                 changed += 1;
@@ -601,8 +857,8 @@ fn input_wrapper(truncated: &str, original_chars: u64) -> String {
 
 /// The AI message's text with its tool calls' inputs as they are now (`inputs[k]` in place of
 /// the original arguments of call k).
-pub fn ai_text(m: &Lc<'_>, inputs: &[String]) -> String {
-    let mut out = m.text.to_string();
+pub fn ai_text(m: &Lc, text: &str, inputs: &[String]) -> String {
+    let mut out = text.to_string();
     for ((_, args), now) in m.calls.iter().zip(inputs) {
         if !args.is_empty() && **args != **now {
             out = out.replacen(&**args, now, 1);
@@ -616,7 +872,8 @@ pub fn ai_text(m: &Lc<'_>, inputs: &[String]) -> String {
 /// before is measured as its wrapper, as LibreChat re-serializes the object. Returns the new
 /// text and inputs, `None` when nothing changes.
 fn truncate_inputs(
-    m: &Lc<'_>,
+    m: &Lc,
+    text: &str,
     current: Option<&Vec<String>>,
     cap: u64,
 ) -> Option<(String, Vec<String>)> {
@@ -631,7 +888,7 @@ fn truncate_inputs(
             changed = true;
         }
     }
-    changed.then(|| (ai_text(m, &inputs), inputs))
+    changed.then(|| (ai_text(m, text, &inputs), inputs))
 }
 
 /// Token counts, texts, lengths and tool inputs as a pre-flight pass changes them: the closure's
@@ -652,37 +909,37 @@ impl Work<'_> {
     }
 }
 
-/// The pre-flight truncation of results (recency-weighted caps) and tool inputs; returns how many
-/// messages it changed.
-fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) -> usize {
+/// The pre-flight truncation of results (recency-weighted caps) and tool inputs, from position
+/// `from` on; returns how many messages it changed.
+fn preflight_on(
+    msgs: &[Lc],
+    tx: &dyn Texts,
+    w: &mut Work<'_>,
+    base: i64,
+    from: usize,
+    rc: &dyn Recount,
+) -> usize {
     let mut changed = 0;
     let base_chars = max_tool_result_chars(base) as f64;
-    let tools = msgs.iter().filter(|m| m.kind == Kind::Tool).count();
-    let mut t = 0usize;
-    for (i, m) in msgs.iter().enumerate() {
+    let tools = tools_upto(msgs, msgs.len());
+    for (i, m) in msgs.iter().enumerate().skip(from) {
         if m.kind != Kind::Tool {
             continue;
         }
-        let position = if tools > 1 {
-            t as f64 / (tools - 1) as f64
-        } else {
-            1.0
-        };
-        t += 1;
-        let max = 200f64.max((base_chars * (0.2 + 0.8 * position)).floor()) as u64;
+        let max = result_cap(base_chars, m.tools_before, tools);
         if w.lens[i] <= max {
             continue;
         }
-        let text = w.content[i].as_deref().unwrap_or(m.text);
+        let text = w.content[i].as_deref().unwrap_or_else(|| tx.text(i));
         if let Some(new) = truncate_result(text, max) {
-            w.set_count(i, rc.recount(m, &new));
+            w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             changed += 1;
         }
     }
     let input_cap = max_tool_input_chars(base);
-    for (i, m) in msgs.iter().enumerate() {
+    for (i, m) in msgs.iter().enumerate().skip(from) {
         if m.kind != Kind::Ai || m.calls.is_empty() {
             continue;
         }
@@ -693,8 +950,8 @@ fn preflight_on(msgs: &[Lc<'_>], w: &mut Work<'_>, base: i64, rc: &dyn Recount) 
         if longest <= input_cap {
             continue;
         }
-        if let Some((new, now)) = truncate_inputs(m, w.inputs.get(&i), input_cap) {
-            w.set_count(i, rc.recount(m, &new));
+        if let Some((new, now)) = truncate_inputs(m, tx.text(i), w.inputs.get(&i), input_cap) {
+            w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
             w.inputs.insert(i, now);
@@ -714,11 +971,16 @@ struct Fit {
 
 /// `getMessagesWithinTokenLimit` (without LibreChat's thinking-block handling: the host's
 /// messages carry no signed thinking blocks to re-attach).
-fn within_limit(msgs: &[Lc<'_>], counts: &[u64], max_context: f64, instruction_tokens: f64) -> Fit {
+fn within_limit(
+    msgs: &[Lc],
+    counts: &[Option<u64>],
+    max_context: f64,
+    instruction_tokens: f64,
+) -> Fit {
     let n = msgs.len();
     let system = n > 0 && msgs[0].kind == Kind::System;
     let instructions = if system {
-        counts[0] as f64
+        counts[0].unwrap_or(0) as f64
     } else {
         instruction_tokens
     };
@@ -738,7 +1000,7 @@ fn within_limit(msgs: &[Lc<'_>], counts: &[u64], max_context: f64, instruction_t
                 break;
             }
             left -= 1;
-            let t = counts[i] as f64;
+            let t = counts[i].unwrap_or(0) as f64;
             if used + t <= initial {
                 kept += 1;
                 used += t;
@@ -758,7 +1020,7 @@ fn within_limit(msgs: &[Lc<'_>], counts: &[u64], max_context: f64, instruction_t
                     kept = k + 1;
                     break;
                 }
-                skipped += counts[pos] as f64;
+                skipped += counts[pos].unwrap_or(0) as f64;
             }
         }
     }
@@ -781,8 +1043,9 @@ fn within_limit(msgs: &[Lc<'_>], counts: &[u64], max_context: f64, instruction_t
 /// is stripped of them, or dropped when nothing else is left. Returns the context (position,
 /// text sent when not the original), the tokens reclaimed and how many were dropped.
 fn repair_orphans(
-    msgs: &[Lc<'_>],
-    counts: &[u64],
+    msgs: &[Lc],
+    tx: &dyn Texts,
+    counts: &[Option<u64>],
     texts: &[Option<String>],
     inputs: &Inputs,
     context: &[usize],
@@ -791,12 +1054,12 @@ fn repair_orphans(
     let mut calls = std::collections::HashSet::new();
     let mut results = std::collections::HashSet::new();
     for &i in context {
-        for (id, _) in msgs[i].calls {
+        for (id, _) in &msgs[i].calls {
             if !id.is_empty() {
                 calls.insert(&**id);
             }
         }
-        if let Some(r) = msgs[i].result_of.filter(|r| !r.is_empty()) {
+        if let Some(r) = msgs[i].result_of.as_deref().filter(|r| !r.is_empty()) {
             results.insert(r);
         }
     }
@@ -807,9 +1070,9 @@ fn repair_orphans(
         let m = &msgs[i];
         match m.kind {
             Kind::Tool => {
-                if !m.result_of.is_some_and(|r| calls.contains(r)) {
+                if !m.result_of.as_deref().is_some_and(|r| calls.contains(r)) {
                     dropped += 1;
-                    reclaimed += counts[i] as f64;
+                    reclaimed += counts[i].unwrap_or(0) as f64;
                     continue;
                 }
             }
@@ -820,7 +1083,7 @@ fn repair_orphans(
                 {
                     // Strip the unanswered calls: what is left is the text and the answered
                     // calls' arguments.
-                    let cur = texts[i].as_deref().unwrap_or(m.text);
+                    let cur = texts[i].as_deref().unwrap_or_else(|| tx.text(i));
                     let mut stripped = cur.to_string();
                     // Each unanswered call's input as it is now (truncated inputs are wrappers).
                     // `stripOrphanToolUseBlocks` keeps a tool_use block only when a kept result
@@ -837,11 +1100,11 @@ fn repair_orphans(
                     let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(&**id));
                     if !left {
                         dropped += 1;
-                        reclaimed += counts[i] as f64;
+                        reclaimed += counts[i].unwrap_or(0) as f64;
                         continue;
                     }
-                    let t = rc.recount(m, stripped.trim_end_matches('\n'));
-                    reclaimed += counts[i] as f64 - t as f64;
+                    let t = rc.recount(m, tx.text(i), stripped.trim_end_matches('\n'));
+                    reclaimed += counts[i].unwrap_or(0) as f64 - t as f64;
                     out.push((i, Sent::Own(stripped.trim_end_matches('\n').to_string())));
                     continue;
                 }
@@ -871,21 +1134,23 @@ mod tests {
 
     struct Chars;
     impl Recount for Chars {
-        fn recount(&self, _m: &Lc<'_>, new_text: &str) -> u64 {
+        fn recount(&self, _m: &Lc, _old: &str, new_text: &str) -> u64 {
             js_len(new_text)
         }
     }
 
-    fn lc<'a>(kind: Kind, id: u64, text: &'a str, calls: &'a [(Box<str>, Box<str>)]) -> Lc<'a> {
+    fn lc(kind: Kind, id: u64, text: &str, calls: &[(Box<str>, Box<str>)]) -> Lc {
         Lc {
             kind,
             id,
             tokens: js_len(text),
-            text,
-            calls,
+            len: js_len(text),
+            tools_before: 0,
+            calls: calls.to_vec(),
             max_arg: 0,
             has_text: kind == Kind::Ai,
             result_of: None,
+            pinned: false,
         }
     }
 
@@ -902,11 +1167,13 @@ mod tests {
         ];
         let text = "Looking.\n{\"q\":\"search\"}\n{\"cmd\":\"ls\"}\n{\"cmd\":\"pwd\"}";
         let mut result = lc(Kind::Tool, 2, "file.txt", &[]);
-        result.result_of = Some("c2");
+        result.result_of = Some("c2".into());
         let msgs = [lc(Kind::Ai, 1, text, &calls), result];
-        let counts: Vec<u64> = msgs.iter().map(|m| m.tokens).collect();
+        let texts: Vec<&str> = vec![text, "file.txt"];
+        let counts: Vec<Option<u64>> = msgs.iter().map(|m| Some(m.tokens)).collect();
         let (out, reclaimed, dropped) = repair_orphans(
             &msgs,
+            &texts,
             &counts,
             &[None, None],
             &Inputs::new(),
@@ -928,6 +1195,7 @@ mod tests {
         let msgs = [lc(Kind::Ai, 1, text, answered), msgs[1].clone()];
         let (out, _, _) = repair_orphans(
             &msgs,
+            &texts,
             &counts,
             &[None, None],
             &Inputs::new(),

@@ -193,3 +193,93 @@ fn import_follows_shape_summarization_config() {
     assert!(!full.contains("maxSummaryTokens"), "{full}");
     let _ = crate::Agents.info();
 }
+
+/// A long tool-heavy conversation: requests of 1–3 tool round trips, results of 150–1,050
+/// chars in lines with non-ASCII characters (emoji are two UTF-16 units), one in 20 of 6,000;
+/// near the end some tool inputs are long enough for the input cap.
+fn long_conversation(messages: usize) -> Vec<TestMsg> {
+    let mut r = ctxlab_plugin_api::testing::Rng(7);
+    let mut v = vec![TestMsg::user("start")];
+    let mut t = 0;
+    while v.len() < messages {
+        v.push(TestMsg::user(&format!("request {t}: fix src/mod_{t}.rs")));
+        for k in 0..1 + r.below(3) {
+            let id = format!("c{t}_{k}");
+            let args = if v.len() > messages * 9 / 10 && r.below(4) == 0 {
+                format!("{{\"patch\":\"{}\"}}", "x→".repeat(3000))
+            } else {
+                format!("{{\"path\":\"src/mod_{t}.rs\"}}")
+            };
+            v.push(TestMsg::tool_call(&id, "read", &args));
+            let chars = if r.below(20) == 0 {
+                6000
+            } else {
+                150 + r.below(900) as usize
+            };
+            let mut body = String::new();
+            let mut line = 0;
+            while body.chars().count() < chars {
+                line += 1;
+                body.push_str(&format!(
+                    "{line:>4}→ let v = handler(ctx, {}); 😀\n",
+                    r.below(1000)
+                ));
+            }
+            v.push(TestMsg::tool_result(&id, "read", &body));
+        }
+        v.push(TestMsg::assistant(&format!("Done with part {t}.")));
+        t += 1;
+    }
+    v
+}
+
+/// The frozen prefix (prune.rs `Frozen`: what every run of a long conversation leaves alike is
+/// not worked out again) changes no decision: the same calls through an engine whose every run
+/// starts from the originals, as LibreChat's `createPruneMessages` closure does, give the same
+/// ops, events and gauges call by call, with each setting the benches use — and the prefix is
+/// really used.
+#[test]
+fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
+    let history = long_conversation(900);
+    for (params, freezes) in [
+        (serde_json::json!({"enabled": false}), true),
+        (
+            serde_json::json!({"enabled": false, "contextPruning.enabled": true,
+                               "contextPruning.minPrunableToolChars": 1000}),
+            true,
+        ),
+        (serde_json::json!({}), false),
+        (
+            serde_json::json!({"trigger.type": "token_ratio", "trigger.value": 0.9}),
+            false,
+        ),
+    ] {
+        let mut inc = engine(params.clone());
+        let mut full = engine(params.clone()).from_scratch();
+        let mut prev = 0;
+        let mut most = 0;
+        for k in 1..history.len() {
+            if history[k].role != ctxlab_plugin_api::Role::Assistant {
+                continue;
+            }
+            let mut c = call(history[..k].to_vec(), 32_000);
+            c.new_messages = (k - prev) as u64;
+            c.new_request = history[prev..k]
+                .iter()
+                .any(|m| m.role == ctxlab_plugin_api::Role::User);
+            prev = k;
+            let a = c.decide(&mut inc).unwrap();
+            let b = c.decide(&mut full).unwrap();
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "{params} at call before {k}"
+            );
+            most = most.max(inc.frozen());
+            assert_eq!(full.frozen(), 0);
+        }
+        if freezes {
+            assert!(most > history.len() / 4, "{params}: frozen prefix {most}");
+        }
+    }
+}
