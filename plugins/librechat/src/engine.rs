@@ -33,6 +33,9 @@ struct AgentState {
     info: Vec<Lc>,
     /// Positions (in `info`) of the pinned messages.
     pinned: Vec<usize>,
+    /// Position of the latest human message: the host's counts of the messages after it change
+    /// when the next one arrives (a reply's transient tokens, hidden reasoning, leave then).
+    request_start: usize,
 }
 
 /// The LangChain shape of one host message, kept between calls; `tools_before` counts the tool
@@ -67,6 +70,7 @@ fn info_of(m: &ctxlab_plugin_api::Msg<'_>, tools_before: usize) -> Lc {
             .unwrap_or(0),
         calls,
         pinned: m.is_pinned(),
+        text_tokens: Default::default(),
     }
 }
 
@@ -103,7 +107,13 @@ struct HostCount<'c, 'a>(&'c Call<'a>);
 
 impl Recount for HostCount<'_, '_> {
     fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64 {
-        match (self.0.count_text(old_text), self.0.count_text(new_text)) {
+        // The original's count is the same at every cut of it.
+        let old = m.text_tokens.get().or_else(|| {
+            let c = self.0.count_text(old_text);
+            m.text_tokens.set(c);
+            c
+        });
+        match (old, self.0.count_text(new_text)) {
             (Some(old), Some(new)) => m.tokens.saturating_sub(old) + new,
             _ => {
                 let len = old_text.chars().count().max(1) as f64;
@@ -244,13 +254,36 @@ impl Strategy for LibreChat {
         };
         st.info.truncate(same);
         st.pinned.retain(|&p| p < same);
+        if !grew {
+            st.request_start = 0;
+        }
+        // Counts the host changed since the last call (only those since the previous human
+        // message can have: `Context::drop_transient`); a frozen prefix that holds one is worked
+        // out again.
+        let mut recounted: Option<usize> = None;
+        for i in st.request_start.min(same)..same {
+            let t = call.msg(base + i).tokens();
+            if t != st.info[i].tokens {
+                st.info[i].tokens = t;
+                recounted.get_or_insert(i);
+            }
+        }
+        if let (Some(p), Some(pruner)) = (recounted, st.pruner.as_mut()) {
+            if p < pruner.frozen_len() {
+                pruner.forget_frozen();
+            }
+        }
         for i in base + same..n {
             let tools_before = crate::prune::tools_upto(&st.info, st.info.len());
             let m = call.msg(i);
             if m.is_pinned() {
                 st.pinned.push(st.info.len());
             }
-            st.info.push(info_of(&m, tools_before));
+            let info = info_of(&m, tools_before);
+            if info.kind == Kind::Human {
+                st.request_start = st.info.len();
+            }
+            st.info.push(info);
         }
         let msgs: &[Lc] = &st.info;
         let tx = CallTexts { call, base };

@@ -6,7 +6,8 @@
 
 use crate::config::ContextPruning;
 use crate::truncation::{
-    js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input, truncate_result,
+    js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input,
+    truncate_result, truncate_result_of,
 };
 
 /// `PRESSURE_THRESHOLD_MASKING`.
@@ -57,6 +58,8 @@ pub struct Lc {
     pub result_of: Option<Box<str>>,
     /// A host notion: the message is sent whatever LibreChat does.
     pub pinned: bool,
+    /// The counter's count of the original text, once a cut needed it ([`Recount`]).
+    pub text_tokens: std::cell::Cell<Option<u64>>,
 }
 
 /// The original texts of the messages (the host's flattened text: text parts, tool arguments,
@@ -79,9 +82,9 @@ pub fn tools_upto(msgs: &[Lc], e: usize) -> usize {
     }
 }
 
-/// Recounts an edited message as the host will: `tokens − count(old) + count(new)`.
+/// Recounts an edited message as the host will: `tokens − count(original) + count(new)`.
 pub trait Recount {
-    fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64;
+    fn recount(&self, m: &Lc, original: &str, new_text: &str) -> u64;
 }
 
 /// What a kept message sends.
@@ -285,6 +288,12 @@ impl Pruner {
     /// Messages in the frozen prefix.
     pub fn frozen_len(&self) -> usize {
         self.frozen.len
+    }
+
+    /// The frozen prefix no longer holds (a count in it changed): the next run works out the
+    /// whole history.
+    pub fn forget_frozen(&mut self) {
+        self.frozen = Frozen::default();
     }
 
     /// Messages this closure has seen: a history shorter than this (or changed within it) is
@@ -716,7 +725,7 @@ impl Pruner {
             if self.lens[i] <= max {
                 continue;
             }
-            if let Some(t) = truncate_result(self.text(tx, i), max) {
+            if let Some(t) = truncate_result_of(self.text(tx, i), self.lens[i], max) {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t);
@@ -931,7 +940,7 @@ fn preflight_on(
             continue;
         }
         let text = w.content[i].as_deref().unwrap_or_else(|| tx.text(i));
-        if let Some(new) = truncate_result(text, max) {
+        if let Some(new) = truncate_result_of(text, w.lens[i], max) {
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new);
@@ -1151,6 +1160,7 @@ mod tests {
             has_text: kind == Kind::Ai,
             result_of: None,
             pinned: false,
+            text_tokens: Default::default(),
         }
     }
 

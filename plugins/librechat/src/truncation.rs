@@ -26,9 +26,67 @@ pub fn max_tool_input_chars(context_tokens: i64) -> u64 {
     (t * 4).min(200_000)
 }
 
-/// A text's length as JavaScript's `String.prototype.length` gives it (UTF-16 code units).
+/// A text's length as JavaScript's `String.prototype.length` gives it (UTF-16 code units):
+/// one per character, two for a character outside the Basic Multilingual Plane (a four-byte
+/// UTF-8 sequence), counted on the bytes.
 pub fn js_len(s: &str) -> u64 {
-    s.encode_utf16().count() as u64
+    s.bytes()
+        .map(|b| u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0))
+        .sum()
+}
+
+/// Where UTF-16 unit `u` of `s` starts, as a byte offset (the end when `u` is past it), and
+/// whether `u` falls between the two halves of a surrogate pair (the offset is then the pair's
+/// character), walking from the start.
+fn byte_at(s: &str, u: usize) -> (usize, bool) {
+    let mut units = 0;
+    for (b, c) in s.char_indices() {
+        if units == u {
+            return (b, false);
+        }
+        let w = c.len_utf16();
+        if units + w > u {
+            return (b, true);
+        }
+        units += w;
+    }
+    (s.len(), false)
+}
+
+/// [`byte_at`] for a unit near the end of `s` (of `len` units), walking from the end.
+fn byte_at_back(s: &str, len: usize, u: usize) -> (usize, bool) {
+    if u >= len {
+        return (s.len(), false);
+    }
+    let mut units = len;
+    for (b, c) in s.char_indices().rev() {
+        units -= c.len_utf16();
+        if units == u {
+            return (b, false);
+        }
+        if units < u {
+            return (b, true);
+        }
+    }
+    (0, false)
+}
+
+/// `content.slice(from, to)` from byte positions found by [`byte_at`]: a half pair at either
+/// cut becomes U+FFFD (one unit, as the lone surrogate JavaScript leaves).
+fn slice_at(s: &str, from: (usize, bool), to: (usize, bool)) -> String {
+    let mut out = String::new();
+    let mut start = from.0;
+    if from.1 {
+        out.push('\u{FFFD}');
+        start += s[start..].chars().next().map_or(0, char::len_utf8);
+    }
+    if start < to.0 {
+        out.push_str(&s[start..to.0]);
+    }
+    if to.1 && (start <= to.0) && !(from.1 && from.0 == to.0) {
+        out.push('\u{FFFD}');
+    }
+    out
 }
 
 /// `units.slice(from, to)` as text (a lone surrogate at a cut becomes U+FFFD).
@@ -36,9 +94,11 @@ fn slice(units: &[u16], from: usize, to: usize) -> String {
     String::from_utf16_lossy(&units[from.min(units.len())..to.min(units.len())])
 }
 
+#[cfg(test)]
 const NL: u16 = b'\n' as u16;
 
 /// Index of the last `\n` at or before `at` (`String.prototype.lastIndexOf('\n', at)`).
+#[cfg(test)]
 fn last_newline(units: &[u16], at: usize) -> Option<usize> {
     let end = at.min(units.len().saturating_sub(1));
     units[..units.len().min(end + 1)]
@@ -47,6 +107,7 @@ fn last_newline(units: &[u16], at: usize) -> Option<usize> {
 }
 
 /// Index of the first `\n` at or after `from` (`String.prototype.indexOf('\n', from)`).
+#[cfg(test)]
 fn next_newline(units: &[u16], from: usize) -> Option<usize> {
     units
         .get(from..)
@@ -56,38 +117,69 @@ fn next_newline(units: &[u16], from: usize) -> Option<usize> {
 
 /// `truncateToolResultContent(content, maxChars)`: head ~70 % and tail ~30 % of what the
 /// indicator leaves, both snapped to a newline within 200 chars; the indicator states the
-/// original length. `None` when the content already fits.
+/// original length. `None` when the content already fits. Works on the UTF-8 text, walking only
+/// the head and the tail to find their UTF-16 positions.
 pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
-    let chars: Vec<u16> = content.encode_utf16().collect();
-    let len = chars.len();
+    truncate_result_of(content, js_len(content), max_chars)
+}
+
+/// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps.
+pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<String> {
+    let len = len as usize;
     let max = max_chars as usize;
     if len <= max {
         return None;
     }
     let indicator = format!("\n\n… [truncated: {len} chars exceeded {max_chars} limit] …\n\n");
     let available = max as i64 - js_len(&indicator) as i64;
+    let start = (0, false);
     if available <= 0 {
-        return Some(slice(&chars, 0, max));
+        return Some(slice_at(content, start, byte_at(content, max)));
     }
     let available = available as usize;
     if available < 200 {
-        return Some(slice(&chars, 0, available) + indicator.trim_end());
+        return Some(slice_at(content, start, byte_at(content, available)) + indicator.trim_end());
     }
     let head_size = ((available as f64) * 0.7).ceil() as usize;
     let tail_size = available - head_size;
-    let mut head_end = head_size;
-    if let Some(nl) = last_newline(&chars, head_size) {
-        if nl as i64 > head_size as i64 - 200 && nl > 0 {
-            head_end = nl;
+    // The last newline at or before unit `head_size` (`lastIndexOf('\n', headSize)`).
+    let mut head = byte_at(content, head_size);
+    let (hb, split) = head;
+    let at_head = !split && content.as_bytes().get(hb) == Some(&b'\n');
+    let nl = if at_head {
+        Some((hb, head_size))
+    } else {
+        let unit_of_hb = head_size - usize::from(split);
+        content[..hb]
+            .rfind('\n')
+            .map(|b| (b, unit_of_hb - js_len(&content[b..hb]) as usize))
+    };
+    if let Some((b, unit)) = nl {
+        if unit as i64 > head_size as i64 - 200 && unit > 0 {
+            head = (b, false);
         }
     }
-    let mut tail_start = len - tail_size;
-    if let Some(nl) = next_newline(&chars, tail_start) {
-        if nl > 0 && nl < tail_start + 200 {
-            tail_start = nl + 1;
+    // The first newline at or after unit `len - tailSize` (`indexOf('\n', tailStart)`).
+    let tail_start = len - tail_size;
+    let mut tail = byte_at_back(content, len, tail_start);
+    let (tb, split) = tail;
+    let (from_b, from_unit) = if split {
+        let w = content[tb..].chars().next().map_or(0, char::len_utf8);
+        (tb + w, tail_start + 1)
+    } else {
+        (tb, tail_start)
+    };
+    if let Some(off) = content[from_b..].find('\n') {
+        let unit = from_unit + js_len(&content[from_b..from_b + off]) as usize;
+        if unit > 0 && unit < tail_start + 200 {
+            tail = (from_b + off + 1, false);
         }
     }
-    Some(slice(&chars, 0, head_end) + &indicator + &slice(&chars, tail_start, len))
+    Some(
+        slice_at(content, start, head)
+            + &indicator
+            + &slice_at(content, tail, (content.len(), false)),
+    )
 }
 
 /// `truncateToolInput(serialized, maxChars)._truncated`: head ~70 % and tail ~30 %, no newline
@@ -130,6 +222,84 @@ pub fn soft_trim(content: &str, head: u64, tail: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `truncateToolResultContent` on UTF-16 code units, as JavaScript runs it: the reference
+    /// the UTF-8 version must equal.
+    fn truncate_result_units(content: &str, max_chars: u64) -> Option<String> {
+        let chars: Vec<u16> = content.encode_utf16().collect();
+        let len = chars.len();
+        let max = max_chars as usize;
+        if len <= max {
+            return None;
+        }
+        let indicator = format!("\n\n… [truncated: {len} chars exceeded {max_chars} limit] …\n\n");
+        let available = max as i64 - js_len(&indicator) as i64;
+        if available <= 0 {
+            return Some(slice(&chars, 0, max));
+        }
+        let available = available as usize;
+        if available < 200 {
+            return Some(slice(&chars, 0, available) + indicator.trim_end());
+        }
+        let head_size = ((available as f64) * 0.7).ceil() as usize;
+        let tail_size = available - head_size;
+        let mut head_end = head_size;
+        if let Some(nl) = last_newline(&chars, head_size) {
+            if nl as i64 > head_size as i64 - 200 && nl > 0 {
+                head_end = nl;
+            }
+        }
+        let mut tail_start = len - tail_size;
+        if let Some(nl) = next_newline(&chars, tail_start) {
+            if nl > 0 && nl < tail_start + 200 {
+                tail_start = nl + 1;
+            }
+        }
+        Some(slice(&chars, 0, head_end) + &indicator + &slice(&chars, tail_start, len))
+    }
+
+    /// The UTF-8 `truncate_result` cuts where the UTF-16 one does, on random texts of ASCII,
+    /// newlines, BMP characters and emoji (surrogate pairs) at every kind of limit.
+    #[test]
+    fn result_truncation_on_utf8_equals_the_one_on_utf16_units() {
+        let mut r = ctxlab_plugin_api::testing::Rng(11);
+        let pieces = ["a", "bc", "\n", "→", "😀", "line\n", "ü"];
+        for _ in 0..3000 {
+            let n = r.below(1500) as usize;
+            let mut text = String::new();
+            let dense = r.below(3);
+            for _ in 0..n {
+                let p = if dense == 0 {
+                    r.below(2) + 3
+                } else {
+                    r.below(pieces.len() as u64)
+                };
+                text.push_str(pieces[p as usize]);
+            }
+            let len = js_len(&text);
+            assert_eq!(len, text.encode_utf16().count() as u64);
+            for max in [
+                0,
+                1,
+                7,
+                60,
+                230,
+                260,
+                300,
+                301,
+                555,
+                len / 2,
+                len.saturating_sub(1),
+                len,
+            ] {
+                assert_eq!(
+                    truncate_result(&text, max),
+                    truncate_result_units(&text, max),
+                    "{text:?} at {max}"
+                );
+            }
+        }
+    }
 
     /// utils/truncation.ts `truncateToolResultContent`: the head ends at the last newline within
     /// 200 chars before its 70 % mark, the tail starts after the first newline within 200 chars
