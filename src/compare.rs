@@ -471,15 +471,34 @@ pub fn parse_params(pairs: &[String], file: Option<&std::path::Path>) -> Result<
     let mut map = serde_json::Map::new();
     if let Some(f) = file {
         let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
-        let v: serde_json::Value = toml::from_str(&text).map_err(|e| Error::Parse {
+        let bad = |line: u32, message: String| Error::Parse {
             path: f.to_path_buf(),
-            line: e
+            line,
+            message: format!("parameters: {message}"),
+        };
+        let v: toml::Value = toml::from_str(&text).map_err(|e| {
+            // TOML names the first of two equal keys; say which key, and where it comes again.
+            if let Some((key, first, again)) = repeated_key(&text) {
+                return bad(
+                    again,
+                    format!("key `{key}` given twice (first at line {first})"),
+                );
+            }
+            let line = e
                 .span()
                 .map(|s| text[..s.start.min(text.len())].lines().count().max(1) as u32)
-                .unwrap_or(0),
-            message: format!("parameters: {}", e.message()),
+                .unwrap_or(0);
+            bad(line, e.message().to_string())
         })?;
-        if let serde_json::Value::Object(o) = v {
+        // JSON, which parameters are, holds no nan or inf: refused by name, not read as null.
+        if let Some(key) = non_finite(&v, "") {
+            let line = key_line(&text, key.rsplit('.').next().unwrap_or(&key)).unwrap_or(0);
+            return Err(bad(
+                line,
+                format!("`{key}` is not a finite number (nan and inf are not parameter values)"),
+            ));
+        }
+        if let Ok(serde_json::Value::Object(o)) = serde_json::to_value(v) {
             map.extend(o);
         }
     }
@@ -487,9 +506,65 @@ pub fn parse_params(pairs: &[String], file: Option<&std::path::Path>) -> Result<
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| Error::Invalid(format!("--param {p}: expected NAME=VALUE")))?;
+        if k.trim().is_empty() {
+            return Err(Error::Invalid(format!(
+                "--param {p}: the parameter name is empty; expected NAME=VALUE"
+            )));
+        }
         map.insert(k.trim().to_string(), replay::parse_value(v));
     }
     Ok(serde_json::Value::Object(map))
+}
+
+/// The first key of a `name = value` file given twice in one table: (key, first line, line again).
+fn repeated_key(text: &str) -> Option<(String, u32, u32)> {
+    let mut seen: std::collections::HashMap<(String, String), u32> = Default::default();
+    let mut table = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            table = l.to_string();
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=').filter(|_| !l.starts_with('#')) else {
+            continue;
+        };
+        let k = k.trim().trim_matches('"').to_string();
+        let n = i as u32 + 1;
+        if let Some(&first) = seen.get(&(table.clone(), k.clone())) {
+            return Some((k, first, n));
+        }
+        seen.insert((table.clone(), k), n);
+    }
+    None
+}
+
+/// The dotted name of the first float in `v` that is nan or infinite.
+fn non_finite(v: &toml::Value, at: &str) -> Option<String> {
+    let name = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        toml::Value::Float(x) if !x.is_finite() => Some(at.to_string()),
+        toml::Value::Table(t) => t.iter().find_map(|(k, v)| non_finite(v, &name(k))),
+        toml::Value::Array(a) => a.iter().find_map(|v| non_finite(v, at)),
+        _ => None,
+    }
+}
+
+/// The line of the first `key = …` in `text`.
+fn key_line(text: &str, key: &str) -> Option<u32> {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i as u32 + 1)
 }
 
 /// A baseline or a plugin strategy by id, with its parameters.

@@ -332,7 +332,12 @@ pub struct Warning {
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        // Line 0: the warning is about the whole file (one that could not be read at all).
+        match (self.file.is_empty(), self.line) {
+            (true, _) => write!(f, "{}", self.message),
+            (false, 0) => write!(f, "{}: {}", self.file, self.message),
+            _ => write!(f, "{}:{}: {}", self.file, self.line, self.message),
+        }
     }
 }
 

@@ -444,3 +444,116 @@ fn inspect_peak_memory_is_bounded_by_the_line() {
         "12 MB line: peak {peak} B vs {base} B without it"
     );
 }
+
+/// Finding 21: a parameter file's duplicate key was reported at its first line without its
+/// name; `nan` or `inf` read as "got null"; `--param =5` said "unknown parameter ;". Each now
+/// names the key and the line it is wrong at.
+#[test]
+fn parameter_mistakes_are_named() {
+    use ctxlab::compare::parse_params;
+    let dir = tempfile::tempdir().unwrap();
+    let file = |text: &str| {
+        let p = dir.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let e = parse_params(
+        &[],
+        Some(&file("keep_last = 1\nother = 2\nkeep_last = 2\n")),
+    )
+    .unwrap_err();
+    match &e {
+        ctxlab::Error::Parse { line, message, .. } => {
+            assert_eq!(*line, 3, "{e}");
+            assert!(
+                message.contains("`keep_last` given twice (first at line 1)"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    for bad in ["nan", "inf", "-inf"] {
+        let e = parse_params(&[], Some(&file(&format!("a = 1\nkeep_last = {bad}\n")))).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(":2:") && msg.contains("`keep_last` is not a finite number"),
+            "{bad}: {msg}"
+        );
+    }
+    let e = parse_params(&["=5".to_string()], None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--param =5: the parameter name is empty"), "{e}");
+}
+
+/// Finding 21: a tune whose every candidate failed exited 0 and said "no parameter set meets the
+/// constraints" though none were given. It says every set failed, with the first reason, and
+/// exits 1.
+#[test]
+fn a_tune_whose_every_set_fails_is_an_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlab"))
+        .arg("tune")
+        .arg(sample(
+            "pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl",
+        ))
+        .args([
+            "-s",
+            "example.keep-last-results",
+            "--sweep",
+            "keep_last=-1,-2",
+        ])
+        .env("CTXLAB_PLUGIN_PATH", example_plugin())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("every parameter set failed"), "{stdout}");
+    assert!(!stdout.contains("meets the constraints"), "{stdout}");
+    assert!(
+        stderr.contains("every one of the 2 parameter sets failed")
+            && stderr.contains("-1 is below the minimum"),
+        "{stderr}"
+    );
+}
+
+/// Finding 21: a folder's unreadable files were warned as `file:0:` with the path said twice,
+/// and a folder of 3,000 bad files gave a 910 KB error. A file-level warning has no line 0, and
+/// past 20 files the rest are counted.
+#[test]
+fn folder_failures_are_named_once_and_summarized() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..300 {
+        std::fs::write(
+            dir.path().join(format!("f{i:03}.jsonl")),
+            format!("junk {i}\n"),
+        )
+        .unwrap();
+    }
+    let e = formats::load(dir.path()).unwrap_err().to_string();
+    assert!(e.len() < 10_000, "{} bytes", e.len());
+    assert!(e.contains("no session could be read (300 files)"), "{e}");
+    assert!(
+        e.contains("… and 280 more files not loaded (280 not a session log; not listed)"),
+        "{e}"
+    );
+    std::fs::copy(
+        sample("pi/2026-03-02T10-15-00-000Z_6466616d-2a07-4f76-ac98-1ab5e8ab6f1f.jsonl"),
+        dir.path().join("good.jsonl"),
+    )
+    .unwrap();
+    let s = formats::load(dir.path()).unwrap().remove(0);
+    let folder: Vec<String> = s
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("not loaded") || w.message.contains("more files"))
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(folder.len(), 21, "{folder:#?}");
+    let first = &folder[1];
+    assert!(!first.contains(":0:"), "{first}");
+    let f = dir.path().join("f000.jsonl").display().to_string();
+    assert_eq!(first.matches(&f).count(), 1, "the path once: {first}");
+}

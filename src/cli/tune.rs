@@ -181,7 +181,22 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         print!("{}", report(&result, &sweeps, args.top));
     }
+    // Every set failed: the sweep found nothing, which is an error (exit 1), not a result.
+    if let Some(first) = all_failed(&result) {
+        return Err(Error::Invalid(format!(
+            "every one of the {} parameter sets failed (the first: {first})",
+            result.candidates.len()
+        )));
+    }
     Ok(())
+}
+
+/// The first error when every candidate failed.
+fn all_failed(r: &tune::TuneResult) -> Option<&str> {
+    if r.candidates.is_empty() || r.candidates.iter().any(|c| c.error.is_none()) {
+        return None;
+    }
+    r.candidates[0].error.as_deref()
 }
 
 fn swept_text(swept: &serde_json::Map<String, serde_json::Value>) -> String {
@@ -313,6 +328,7 @@ fn report(r: &TuneResult, sweeps: &[Sweep], top: usize) -> String {
         ));
     }
     match r.best {
+        None if all_failed(r).is_some() => out.push_str("every parameter set failed\n"),
         None => out.push_str("no parameter set meets the constraints\n"),
         Some(b) => {
             let c = &r.candidates[b];

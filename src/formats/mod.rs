@@ -181,18 +181,27 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
                 tried: FORMATS.join(", "),
             },
             1 => failed.into_iter().next().expect("one failure"),
-            _ => Error::Invalid(format!(
-                "{}: no session could be read:\n{}",
+            n => Error::Invalid(format!(
+                "{}: no session could be read ({n} files):\n{}{}",
                 path.display(),
                 failed
                     .iter()
+                    .take(MAX_LISTED_FAILURES)
                     .map(|e| format!("  {e}"))
                     .collect::<Vec<_>>()
-                    .join("\n")
+                    .join("\n"),
+                more_failures(&failed)
             )),
         });
     }
-    for e in failed {
+    if failed.len() > MAX_LISTED_FAILURES {
+        sessions[0].warnings.push(Warning {
+            file: path.display().to_string(),
+            line: 0,
+            message: more_failures(&failed).trim().to_string(),
+        });
+    }
+    for e in failed.into_iter().take(MAX_LISTED_FAILURES) {
         let (file, line) = match &e {
             Error::Io { path, .. } | Error::UnknownFormat { path, .. } => {
                 (path.display().to_string(), 0)
@@ -200,13 +209,51 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
             Error::Parse { path, line, .. } => (path.display().to_string(), *line),
             _ => (String::new(), 0),
         };
+        // The warning names the file and line; the error's own text says them again.
+        let text = e.to_string();
+        let reason = [format!("{file}:{line}: "), format!("{file}: ")]
+            .iter()
+            .find_map(|p| text.strip_prefix(p.as_str()))
+            .unwrap_or(&text)
+            .to_string();
         sessions[0].warnings.push(Warning {
             file,
             line,
-            message: format!("not loaded: {e}"),
+            message: format!("not loaded: {reason}"),
         });
     }
     Ok(sessions)
+}
+
+/// Files of a folder that failed, listed one by one; the rest are counted (a folder of 3,000 bad
+/// files made a 1 MB error).
+const MAX_LISTED_FAILURES: usize = 20;
+
+/// "… and N more", by kind of failure, for the failures past `MAX_LISTED_FAILURES`.
+fn more_failures(failed: &[Error]) -> String {
+    let rest = &failed[failed.len().min(MAX_LISTED_FAILURES)..];
+    if rest.is_empty() {
+        return String::new();
+    }
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for e in rest {
+        let kind = match e {
+            Error::UnknownFormat { .. } => "not a session log",
+            Error::Parse { .. } => "a line that could not be read",
+            Error::Io { .. } => "could not be read",
+            _ => "other errors",
+        };
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!(
+        "\n  … and {} more files not loaded ({}; not listed)",
+        rest.len(),
+        kinds.join(", ")
+    )
 }
 
 /// Candidate logs under `dir`, sorted, skipping hidden entries and the per-session folders that
