@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build test oracle-test app app-test package package-test plugins-install ui bench demo fmt
+.PHONY: setup build test oracle-test codetether-differential app app-test package package-test plugins-install ui bench demo fmt
 
 setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS)
@@ -22,6 +22,12 @@ test: build
 # with its own package.json; scripts/setup.sh installs them). They drive the built CLI.
 oracle-test: build
 	cd tests/oracles/librechat && npm test
+
+# The CodeTether plugin against codetether-agent 4.7.4's own code, call by call on real logs, and
+# its export read by the crate's own config loader (plugins/codetether/harness: a package outside
+# the workspace; docs/strategies/codetether.md says why it is not part of `test`).
+codetether-differential: build
+	cd plugins/codetether/harness && $(CARGO) test -- --nocapture
 
 # The desktop app (src-tauri has its own workspace and target folder). Debug build for the
 # tests: its commands on Tauri's mock runtime, the UI logic with vitest, then end to end under

@@ -16,6 +16,8 @@ for p in libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayat
   have_pkg "$p" || need_apt+=("$p")
 done
 { command -v node >/dev/null && command -v npm >/dev/null; } || need_apt+=(nodejs npm)
+# codetether-agent, built by `make codetether-differential`, links ALSA (its audio crates).
+have_pkg libasound2-dev || need_apt+=(libasound2-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
