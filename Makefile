@@ -15,6 +15,7 @@ build: setup
 test: build
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory oracle-test
+	$(MAKE) --no-print-directory codetether-differential
 	$(MAKE) --no-print-directory app-test
 	$(MAKE) --no-print-directory package-test
 
@@ -25,7 +26,8 @@ oracle-test: build
 
 # The CodeTether plugin against codetether-agent 4.7.4's own code, call by call on real logs, and
 # its export read by the crate's own config loader (plugins/codetether/harness: a package outside
-# the workspace; docs/strategies/codetether.md says why it is not part of `test`).
+# the workspace with its own target folder, so the workspace's build never compiles the ~600
+# crates codetether-agent pulls; docs/strategies/codetether.md has its build time and size).
 codetether-differential: build
 	cd plugins/codetether/harness && $(CARGO) test -- --nocapture
 

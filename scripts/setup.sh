@@ -17,9 +17,10 @@ for p in libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayat
 done
 { command -v node >/dev/null && command -v npm >/dev/null; } || need_apt+=(nodejs npm)
 # codetether-agent 4.7.4, built by `make codetether-differential` (plugins/codetether/harness):
-# a C++ compiler for tokenizers (esaxx-rs), ALSA for cpal (alsa-sys), OpenSSL for reqwest's native-tls (openssl-sys), and protoc with the
-# well-known .proto files for its build.rs (tonic-prost-build compiles proto/a2a/v1/a2a.proto,
-# which imports google/protobuf/{empty,struct,timestamp}.proto from /usr/include).
+# a C++ compiler for tokenizers (esaxx-rs), ALSA for cpal (alsa-sys), OpenSSL for reqwest's
+# native-tls (openssl-sys), and protoc with the well-known .proto files for its build.rs
+# (tonic-prost-build compiles proto/a2a/v1/a2a.proto, which imports
+# google/protobuf/{empty,struct,timestamp}.proto from /usr/include).
 for p in g++ libasound2-dev libssl-dev protobuf-compiler libprotobuf-dev; do
   have_pkg "$p" || need_apt+=("$p")
 done

@@ -1,13 +1,15 @@
 //! CodeTether's trigger schedule on real logs (128,000-token window, 8,192 reserved output, the
-//! plugin's defaults): the calls where the plugin starts a compaction, held so that any change to
-//! the strategy, or to the reconstruction it reads, shows up here and is looked at.
+//! plugin's defaults): the calls where codetether-agent 4.7.4 itself starts a compaction, held,
+//! and the plugin's schedule checked against them.
 //!
-//! These are the plugin's own schedules, not yet codetether-agent's: the harness in
-//! plugins/codetether/harness that runs the real crate's `derive_context` (command in
-//! docs/strategies/codetether.md) has not been run to the end here, and the issue's own
-//! measurement of the real code (0 / 12 / 37 triggers on these three logs) is matched on fundwise
-//! only. The gildore schedule last moved (first trigger 17 -> 18) when issue #15's Codex rules
-//! changed the calibrated overhead the plugin takes as its system prompt.
+//! The schedules are the real crate's: `make codetether-differential`
+//! (plugins/codetether/harness/tests/differential.rs) hands every call's history to
+//! codetether-agent's `derive_context` and printed them (2026-11-26):
+//! fundwise 0, codex gildore-arena 12 (calls 17-28), vr-forest 14 (calls 168-181).
+//! The plugin matches them but for gildore call 17, where CodeTether's per-text-part estimate is
+//! 107 tokens above the plugin's estimate of the joined text the host hands over (106,000 against
+//! 105,893, the safety budget 105,984 between them; docs/strategies/codetether.md, "What is not
+//! modelled"). Any other change to the plugin or to the reconstruction it reads shows up here.
 //! Needs ../shared/real-logs beside the checkout and `cargo build --workspace` first.
 
 mod compare_support;
@@ -35,27 +37,39 @@ fn schedule(rel: &str) -> Vec<usize> {
         .collect()
 }
 
+/// codetether-agent 4.7.4's schedules, and the calls of each the plugin does not trigger at.
+const REAL: &[(&str, &[usize], &[usize])] = &[
+    ("claude-code_fundwise/claude-session.jsonl", &[], &[]),
+    (
+        "codex-cli_gildore-arena/codex-session.jsonl",
+        &[17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28],
+        &[17],
+    ),
+    (
+        "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
+        &[
+            168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181,
+        ],
+        &[],
+    ),
+];
+
 #[test]
-fn trigger_schedules_hold_on_real_logs() {
+fn trigger_schedules_are_codetether_agents_on_real_logs() {
     let mut bad = Vec::new();
-    // fundwise: codetether-agent itself never compacts it either (issue #19's measurement).
-    for (rel, want) in [
-        (
-            "claude-code_fundwise/claude-session.jsonl",
-            Vec::<usize>::new(),
-        ),
-        (
-            "codex-cli_gildore-arena/codex-session.jsonl",
-            (18..=28).collect(),
-        ),
-        (
-            "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
-            (168..=181).collect(),
-        ),
-    ] {
+    for &(rel, real, missed) in REAL {
+        let want: Vec<usize> = real
+            .iter()
+            .copied()
+            .filter(|c| !missed.contains(c))
+            .collect();
         let got = schedule(rel);
         println!("{rel}: {} {:?}", got.len(), got);
-        bad.extend((got != want).then(|| format!("{rel}: {got:?}, held: {want:?}")));
+        bad.extend(
+            (got != want).then(|| {
+                format!("{rel}: plugin {got:?}, codetether-agent {real:?} less {missed:?}")
+            }),
+        );
     }
     assert!(bad.is_empty(), "{bad:#?}");
 }
