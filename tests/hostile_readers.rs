@@ -611,3 +611,26 @@ fn an_unreadable_subfolder_is_named_not_the_end_of_a_folder() {
         "the unreadable folder is named: {stdout}\n{stderr}"
     );
 }
+
+/// Finding 21: warnings printed Rust's own notation for a missing value (`Some(6)`, `None`)
+/// where a user needs words. A Cline message whose role is not a string says so.
+#[test]
+fn warnings_say_missing_values_in_words() {
+    let (s, _p, _d) = load_edited("cline/task-1/api_conversation_history.json", |b| {
+        let t = String::from_utf8(b.clone()).unwrap();
+        *b = t
+            .replacen("\"role\": \"assistant\"", "\"role\": 6", 1)
+            .into_bytes();
+        assert_ne!(*b, t.into_bytes());
+    });
+    let s = s.unwrap();
+    let w: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter().any(|w| w.contains("role missing or not a string")),
+        "{w:?}"
+    );
+    assert!(
+        !w.iter().any(|w| w.contains("Some(") || w.contains("None")),
+        "{w:?}"
+    );
+}

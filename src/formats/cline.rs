@@ -247,7 +247,10 @@ fn from_history(
             other => {
                 s.warn(
                     pos,
-                    format!("message {i}: role {other:?} is not user or assistant; skipped"),
+                    format!(
+                        "message {i}: role {} is not user or assistant; skipped",
+                        other.map_or("missing or not a string".to_string(), |r| format!("{r:?}"))
+                    ),
                 );
                 at_index.push(None);
                 return;

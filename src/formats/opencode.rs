@@ -150,7 +150,10 @@ impl<'s> Builder<'s> {
             other => {
                 self.s.warn(
                     m.pos,
-                    format!("message {id}: role {other:?} is not user or assistant; skipped"),
+                    format!(
+                        "message {id}: role {} is not user or assistant; skipped",
+                        other.map_or("missing or not a string".to_string(), |r| format!("{r:?}"))
+                    ),
                 );
                 return;
             }
