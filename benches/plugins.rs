@@ -381,6 +381,12 @@ fn markdown(
         "\nEngine alone (no strategy, 200,000 window): {}.\n",
         engine.join(", ")
     ));
+    s.push_str(
+        "\nA compaction is one edit op a decision applies, not one compacting call: phi-core \
+         compacts at about one call in 40 here, and each time level 1 cuts every tool output \
+         over its line limit (re-cutting its own earlier cuts once, as phi-core 0.15.2 does), \
+         one Truncate, Mask or DropResults op per message, so its count is near one per call.\n",
+    );
     let prep: Vec<String> = prepare_secs
         .iter()
         .map(|(n, t)| format!("{} messages {t:.3} s", fmt_tokens(*n as u64)))

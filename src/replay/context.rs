@@ -908,12 +908,7 @@ impl<'a> Context<'a> {
     /// The facts of a text the run wrote that some call may need (the only ones indexed).
     fn needed_facts(&self, facts: &mut Facts<'_>, text: &str) -> Vec<FactId> {
         let prepared = self.prepared;
-        facts
-            .extract_distinct(text)
-            .iter()
-            .copied()
-            .filter(|&f| prepared.is_needed(f))
-            .collect()
+        facts.needed_distinct(text, |f| prepared.is_needed(f))
     }
 
     /// The distinct facts of the entries at `[s, e)` (in `scratch`: hand it back when done).

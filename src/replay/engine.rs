@@ -88,7 +88,8 @@ pub(crate) struct Engine<'s, 'o> {
     budget: Budget,
     contexts: Vec<Context<'s>>,
     agents: Vec<AgentState>,
-    /// The session's facts, and those of texts the run writes.
+    /// The session's needed facts (the base: `Prepared::needed_interner`), found in the texts
+    /// the run writes; nothing is interned beside them.
     facts: Facts<'s>,
     next_id: u64,
     tally: Tally,
@@ -157,7 +158,8 @@ impl<'s, 'o> Engine<'s, 'o> {
             budget,
             contexts,
             agents,
-            facts: Facts::new(prepared.interner()),
+            // Only needed facts are ever indexed or asked about (`Facts::needed_distinct`).
+            facts: Facts::new(prepared.needed_interner()),
             next_id: 0,
             tally: Tally::default(),
             samples: Vec::with_capacity(session.calls.len()),

@@ -14,7 +14,9 @@ pub(crate) struct Interner {
 }
 
 /// Gives each distinct fact text one id: the base interner's, else one of its own numbered after
-/// the base's (for the texts a run writes: summaries, truncations, masks).
+/// the base's (`extract_distinct`, which builds the prepared session's interner). A run's
+/// `Facts` has the prepared session's needed facts as its base and only looks them up
+/// (`needed_distinct`, `contains`): its own ids would not be numbered after the whole session's.
 pub(crate) struct Facts<'p> {
     base: Option<&'p Interner>,
     own: FxHashMap<Box<str>, FactId>,
@@ -23,6 +25,18 @@ pub(crate) struct Facts<'p> {
 }
 
 impl Interner {
+    /// The facts `keep` accepts, with the same ids.
+    pub(crate) fn restricted(&self, keep: impl Fn(FactId) -> bool) -> Interner {
+        Interner {
+            ids: self
+                .ids
+                .iter()
+                .filter(|(_, &id)| keep(id))
+                .map(|(t, &id)| (t.clone(), id))
+                .collect(),
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
@@ -86,6 +100,34 @@ impl<'p> Facts<'p> {
         scratch.sort_unstable();
         scratch.dedup();
         scratch
+    }
+
+    /// The distinct facts of a text that `needed` accepts, sorted by id, looked up in the base
+    /// interner only and interning nothing: a fact the base does not know is new to the run, so
+    /// no reply of the session holds it and no call needs it. With the prepared session's needed
+    /// facts as the base (`Prepared::needed_interner`), a text the run writes (a truncation, a
+    /// mask, a summary) costs a probe of that small table per candidate, not of every fact of the
+    /// session, and no new entry.
+    pub(crate) fn needed_distinct(
+        &mut self,
+        text: &str,
+        needed: impl Fn(FactId) -> bool,
+    ) -> Vec<FactId> {
+        let Some(base) = self.base else {
+            return Vec::new();
+        };
+        let scratch = &mut self.scratch;
+        scratch.clear();
+        scan(text, |fact| {
+            if let Some(&id) = base.ids.get(fact) {
+                if needed(id) {
+                    scratch.push(id);
+                }
+            }
+        });
+        scratch.sort_unstable();
+        scratch.dedup();
+        scratch.clone()
     }
 
     /// The distinct facts of a text, sorted by id.
@@ -356,6 +398,31 @@ mod tests {
         for f in 0..70_100 {
             assert_eq!(set.contains(f), ids.contains(&f), "fact {f}");
         }
+    }
+
+    /// What a run finds in a text it writes, looked up in the needed facts only, is what a full
+    /// extraction finds there, restricted to the needed facts, with the same ids.
+    #[test]
+    fn needed_facts_of_a_written_text_equal_a_full_extraction_restricted() {
+        let mut all = Facts::owning(Interner::default());
+        all.extract("src/a.rs E0308 parse_config 12345 https://x.io/p `Cargo.lock`");
+        all.extract("other.rs 99999 maxTokens ENOENT");
+        let interner = all.into_interner();
+        let needed = |f: FactId| f % 2 == 0;
+        let restricted = interner.restricted(needed);
+        let text =
+            "cut: src/a.rs and other.rs, 12345 / 99999, maxTokens, E0308, new_name_here, 777";
+        let want: Vec<FactId> = Facts::new(&interner)
+            .extract_distinct(text)
+            .iter()
+            .copied()
+            .filter(|&f| needed(f) && (f as usize) < interner.len())
+            .collect();
+        assert!(!want.is_empty(), "some needed fact is in the text");
+        assert_eq!(Facts::new(&restricted).needed_distinct(text, needed), want);
+        assert_eq!(Facts::new(&interner).needed_distinct(text, needed), want);
+        // The restricted base still answers `contains` for a needed fact.
+        assert!(Facts::new(&restricted).contains(text, want[0]));
     }
 
     #[test]

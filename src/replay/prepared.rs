@@ -64,6 +64,10 @@ pub struct Prepared {
     /// fact of a reply), so the only ones a run indexes. In a tool-heavy session most facts
     /// (identifiers and numbers of tool output) are never written again by the model.
     needed: FactSet,
+    /// The needed facts' texts (`facts` restricted to `needed`, same ids): what a run looks the
+    /// facts of the texts it writes up in (`Facts::needed_distinct`), a table far smaller than
+    /// `facts`.
+    needed_names: Interner,
     indexed_list: Vec<FactId>,
     /// For each tool result, in message order, the call it answers (`msg` = `MsgIdx::MAX` when
     /// the log has no such call).
@@ -102,6 +106,7 @@ impl Prepared {
             fact_list: Vec::with_capacity(if with_facts { n * 2 } else { 0 }),
             facts: Interner::default(),
             needed: FactSet::default(),
+            needed_names: Interner::default(),
             indexed_list: Vec::new(),
             answers: Vec::new(),
             calls: Vec::new(),
@@ -197,6 +202,7 @@ impl Prepared {
             );
             self.prep[i].indexed = (start, self.indexed_list.len() as u32);
         }
+        self.needed_names = self.facts.restricted(|f| needed.contains(f));
         self.needed = needed;
     }
 
@@ -369,8 +375,14 @@ impl Prepared {
         self.facts.len()
     }
 
+    #[cfg(test)]
     pub(crate) fn interner(&self) -> &Interner {
         &self.facts
+    }
+
+    /// The needed facts only, with their ids (`needed_names`): the base of a run's `Facts`.
+    pub(crate) fn needed_interner(&self) -> &Interner {
+        &self.needed_names
     }
 
     /// Tool calls and results among agent `a`'s messages.

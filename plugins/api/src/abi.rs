@@ -60,6 +60,27 @@ impl StrRef {
             Err(e) => std::str::from_utf8_unchecked(&bytes[..e.valid_up_to()]),
         }
     }
+
+    /// A string of a view the host hands a plugin (`CallView`, `MessageView`, `ToolView`), read
+    /// without checking its UTF-8 again: the host makes every view string from a Rust `&str`
+    /// (in process, and in the `--isolate` child from decoded JSON), as this module's contract
+    /// says. Plugins read a view's texts several times per call, and re-validating them was
+    /// 14 % of a phi-core replay and 17 % of a LibreChat one (perf, benches/plugins.rs). What a
+    /// plugin hands the host is still read with `as_str`. Debug builds check.
+    ///
+    /// # Safety
+    /// As `as_str`; the bytes must be valid UTF-8 (the host's side of the contract).
+    pub unsafe fn as_host_str<'a>(&self) -> &'a str {
+        if self.ptr.is_null() || self.len == 0 {
+            return "";
+        }
+        let bytes = std::slice::from_raw_parts(self.ptr, self.len);
+        debug_assert!(
+            std::str::from_utf8(bytes).is_ok(),
+            "the host passed a view string that is not UTF-8"
+        );
+        std::str::from_utf8_unchecked(bytes)
+    }
 }
 
 /// A host-owned text sink: the plugin calls `write` (possibly several times) to append bytes.

@@ -39,21 +39,20 @@ pub struct Tool<'a>(&'a ToolView);
 
 impl<'a> Tool<'a> {
     pub fn id(&self) -> &'a str {
-        unsafe { self.0.id.as_str() }
+        unsafe { self.0.id.as_host_str() }
     }
-    /// The id's bytes, without the UTF-8 check `id` makes: for matching calls with results.
+    /// The id's bytes: for matching calls with results.
     pub fn id_bytes(&self) -> &'a [u8] {
         unsafe { self.0.id.as_bytes() }
     }
     pub fn name(&self) -> &'a str {
-        unsafe { self.0.name.as_str() }
+        unsafe { self.0.name.as_host_str() }
     }
     /// Arguments of a call, content of a result.
     pub fn body(&self) -> &'a str {
-        unsafe { self.0.body.as_str() }
+        unsafe { self.0.body.as_host_str() }
     }
-    /// The body's bytes, without the UTF-8 check `body` makes: for strategies that only count
-    /// or hash them.
+    /// The body's bytes: for strategies that only count or hash them.
     pub fn body_bytes(&self) -> &'a [u8] {
         unsafe { self.0.body.as_bytes() }
     }
@@ -98,7 +97,7 @@ impl<'a> Msg<'a> {
         self.has(FLAG_TOOL_RESULT)
     }
     pub fn agent(&self) -> &'a str {
-        unsafe { self.0.agent.as_str() }
+        unsafe { self.0.agent.as_host_str() }
     }
     /// Tokens with the run's counter.
     pub fn tokens(&self) -> u64 {
@@ -108,15 +107,14 @@ impl<'a> Msg<'a> {
         self.0.chars
     }
     pub fn text(&self) -> &'a str {
-        unsafe { self.0.text.as_str() }
+        unsafe { self.0.text.as_host_str() }
     }
-    /// The flattened text's bytes, without the UTF-8 check `text` makes: for strategies that only
-    /// count or hash them.
+    /// The flattened text's bytes: for strategies that only count or hash them.
     pub fn text_bytes(&self) -> &'a [u8] {
         unsafe { self.0.text.as_bytes() }
     }
-    /// Bytes of the flattened text as the host passed it, without reading the text (`text()`
-    /// checks its UTF-8 at every use): for strategies that only need its length.
+    /// Bytes of the flattened text as the host passed it: for strategies that only need its
+    /// length.
     pub fn text_len(&self) -> usize {
         if self.0.text.ptr.is_null() {
             0
@@ -188,7 +186,7 @@ impl<'a> Call<'a> {
         self.counter.map(|c| c(text))
     }
     pub fn agent(&self) -> &'a str {
-        unsafe { self.raw.agent.as_str() }
+        unsafe { self.raw.agent.as_host_str() }
     }
     pub fn call_index(&self) -> u64 {
         self.raw.call_index
