@@ -477,6 +477,11 @@ pub fn composition_text(
         out.push_str("  usage only: the log holds no message text to break down\n");
         return Ok(out);
     }
+    if comp.whole_requests {
+        out.push_str(
+            "  whole requests as captured: system prompt and tool schemas are counted like the rest, nothing is calibrated in; the provider's count differs by its tokenizer\n",
+        );
+    }
     let agent_name = |a: AgentIdx| session.agents.get(a).map_or("?", |x| x.name.as_str());
     let mut columns: Vec<(String, &CallComposition)> = Vec::new();
     let mut groups: Vec<(AgentIdx, Vec<(String, &CallComposition)>)> = Vec::new();
@@ -554,6 +559,23 @@ pub fn composition_text(
             total.push("100.0 %".to_string());
         }
         t.row(total);
+        if comp.whole_requests {
+            // The provider's own count of the same request: what is left is the tokenizer's.
+            let mut row = vec!["provider's count".to_string(), String::new()];
+            for (_, c) in &cols {
+                match session.calls[c.call].usage.map(|u| u.context_tokens()) {
+                    Some(r) if r > 0 => {
+                        row.push(fmt_tokens(r));
+                        row.push(format!(
+                            "{:+.1} %",
+                            (r as f64 - c.total as f64) * 100.0 / c.total.max(1) as f64
+                        ));
+                    }
+                    _ => row.extend([String::new(), String::new()]),
+                }
+            }
+            t.row(row);
+        }
         out.push_str(&t.render());
         if let Some(o) = comp.overhead.get(a).copied().flatten() {
             out.push_str(&format!(

@@ -52,6 +52,12 @@ pub struct Session {
     /// budget takes it before the model table's (`replay::resolve_limits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output: Option<u64>,
+    /// Every call's context in the log is the whole request the model read, system prompt and
+    /// tool schemas included (an HTTP capture). Nothing is left out for a calibrated overhead
+    /// to stand for: calibration's intercept is then only the counter's bias on that fixed
+    /// part and the provider's own framing, of either sign (docs/tokens.md, "Captures").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_requests: bool,
 }
 
 /// Where a session came from.
@@ -166,6 +172,12 @@ pub struct MessageFlags {
     /// (Codex reasoning; thinking of the Claude models that keep only the current turn's).
     #[serde(default, skip_serializing_if = "is_false")]
     pub hidden_until_user: bool,
+    /// A system message holding a request's fixed part as an HTTP capture recorded it: its last
+    /// `tool_schemas` parts are the tool schemas the request declared (one text part per tool,
+    /// its JSON as sent), the parts before them the system prompt. Composition counts those
+    /// parts as tool schemas (`replay::Kind::Tools`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tool_schemas: u32,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -173,6 +185,10 @@ fn is_false(b: &bool) -> bool {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
 

@@ -116,6 +116,7 @@ fn answers(c: &Value) -> Value {
     let comp = Composition {
         counter: "heuristic".into(),
         overhead: vec![None, None],
+        whole_requests: false,
         calls,
     };
     let agent_calls = scheme::calls_of(&comp, a["agent"].as_u64().unwrap() as usize);

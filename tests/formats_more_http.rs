@@ -95,7 +95,28 @@ fn role_matches(json_role: &str, role: Role, parts: &[Part]) -> bool {
     }
 }
 
-/// For every call: the messages its recorded context holds are, one for one, the request's.
+/// The request's fixed part: its system prompt where the API keeps it outside the messages
+/// (Anthropic `system`, Gemini `systemInstruction`) as texts, and its declared tools.
+fn fixed_of(req: &Value) -> (Vec<String>, Vec<Value>) {
+    let mut system = Vec::new();
+    for key in ["system", "systemInstruction", "system_instruction"] {
+        match req.get(key) {
+            Some(Value::String(t)) => system.push(t.clone()),
+            Some(v) => json_texts(v, &mut system),
+            None => {}
+        }
+    }
+    let tools = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    (system, tools)
+}
+
+/// For every call: the messages its recorded context holds are, one for one, the request's,
+/// after one system message holding the request's fixed part (system prompt and tool schemas,
+/// `MessageFlags::tool_schemas`), which OpenAI chat's own leading system message holds instead.
 fn assert_contexts_equal_requests(path: &PathBuf, s: &Session) -> usize {
     let raw = lines(path);
     let counter: Arc<dyn tokens::TokenCounter> = tokens::counter("heuristic").unwrap();
@@ -108,6 +129,12 @@ fn assert_contexts_equal_requests(path: &PathBuf, s: &Session) -> usize {
             .or_else(|| req.get("contents"))
             .and_then(Value::as_array)
             .expect("request messages");
+        let (system, tools) = fixed_of(req);
+        let openai_system = system.is_empty()
+            && msgs
+                .first()
+                .is_some_and(|m| matches!(m["role"].as_str(), Some("system" | "developer")));
+        let separate = !openai_system && (!system.is_empty() || !tools.is_empty());
         let mut opts = ReplayOptions::new(counter.clone());
         opts.budget = Some(Budget {
             context_window: 100_000_000,
@@ -116,11 +143,39 @@ fn assert_contexts_equal_requests(path: &PathBuf, s: &Session) -> usize {
         });
         opts.stop_at_call = Some(ci);
         let run = replay::run(s, StrategySpec::Recorded, &opts).unwrap();
-        let kept: Vec<usize> = run
+        let mut kept: Vec<usize> = run
             .kept
             .iter()
             .map(|k| k.message.expect("a log message"))
             .collect();
+        let first = kept.first().map(|&m| &s.messages[m]);
+        if let Some(m) = first.filter(|_| separate || openai_system) {
+            let n = m.flags.tool_schemas as usize;
+            assert_eq!(m.role, Role::System, "call {ci}: the fixed part leads");
+            assert_eq!(n, tools.len(), "call {ci}: every declared tool");
+            let ours: Vec<Value> = m.parts[m.parts.len() - n..]
+                .iter()
+                .map(|p| match p {
+                    Part::Text { text } => serde_json::from_str(text).expect("a tool's JSON"),
+                    other => panic!("call {ci}: a tool schema as {other:?}"),
+                })
+                .collect();
+            assert_eq!(ours, tools, "call {ci}: the tool schemas as sent");
+            if separate {
+                // An agent's context keeps its first request's system prompt: a later one may
+                // differ in a per-request stamp (Claude Code's billing header `cch=`), not more.
+                let theirs: String = system.iter().map(|t| squash(t)).collect();
+                let ours = part_texts(&m.parts[..m.parts.len() - n]);
+                let differ = ours.chars().zip(theirs.chars()).filter(|(a, b)| a != b);
+                assert!(
+                    ours.len() == theirs.len() && differ.count() <= 8,
+                    "call {ci}: the system prompt as sent:\n ours {ours:.300}\n req  {theirs:.300}"
+                );
+            }
+        }
+        if separate {
+            kept.remove(0);
+        }
         assert_eq!(
             kept.len(),
             msgs.len(),
@@ -144,7 +199,7 @@ fn assert_contexts_equal_requests(path: &PathBuf, s: &Session) -> usize {
             );
             let mut texts = Vec::new();
             json_texts(jm, &mut texts);
-            let ours = part_texts(&m.parts);
+            let ours = part_texts(&m.parts[..m.parts.len() - m.flags.tool_schemas as usize]);
             let theirs: String = texts.iter().map(|t| squash(t)).collect();
             assert_eq!(
                 ours.len(),

@@ -156,6 +156,7 @@ fn calibration_recovers_overhead_and_ratio_from_noisy_calls() {
             raw,
             recorded,
             known: 0,
+            whole: false,
         });
     }
     let c = calibrate(&samples).unwrap();

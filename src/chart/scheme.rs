@@ -469,6 +469,7 @@ pub fn own_estimates(run: &Run) -> Vec<OwnEstimate> {
 pub fn kind_key(kind: Kind) -> &'static str {
     match kind {
         Kind::System => "system",
+        Kind::Tools => "tools",
         Kind::User => "user",
         Kind::Assistant => "assistant",
         Kind::Reasoning => "reasoning",

@@ -17,9 +17,12 @@
 //!   a recorded compaction with trigger `restart`, after which the request's messages are the
 //!   agent's whole context.
 //!
-//! The system prompt and tool schemas are not messages in the Anthropic and Gemini APIs: they are
-//! the call's fixed overhead, which calibration fits. Token-counting requests (`count_tokens`,
-//! whose response holds only `input_tokens`) are not model calls and are skipped.
+//! The system prompt (outside the messages in the Anthropic, Gemini and Responses APIs) and the
+//! tool schemas are the request's fixed part: one system message at the start of each agent's
+//! context holds them (`fixed_part`), so that the context is the whole request
+//! (`Session::whole_requests`) and nothing is left for a calibrated overhead to stand for.
+//! Token-counting requests (`count_tokens`, whose response holds only `input_tokens`) are not
+//! model calls and are skipped.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -94,7 +97,13 @@ struct Exchange {
     /// message of OpenAI) — for telling agents apart, not part of `messages` unless the API puts
     /// it there.
     system: String,
+    /// The system prompt where the API keeps it outside the messages (Anthropic `system`,
+    /// Gemini `systemInstruction`, Responses `instructions`), as parts.
+    system_parts: Vec<Part>,
+    /// Names of the declared tools.
     tools: Vec<String>,
+    /// The declared tools, each as the JSON text the request sent.
+    tool_schemas: Vec<String>,
     reply: Option<Vec<Part>>,
     usage: Option<Usage>,
     /// Why the response's usage was dropped (a figure that is not a token count).
@@ -157,7 +166,9 @@ fn decode(json: &[u8]) -> std::result::Result<Exchange, String> {
     let mut x = Exchange {
         messages: Vec::new(),
         system: String::new(),
+        system_parts: Vec::new(),
         tools: Vec::new(),
+        tool_schemas: Vec::new(),
         reply: None,
         usage: None,
         usage_bad: None,
@@ -245,8 +256,8 @@ struct AnRequest<'a> {
     messages: Vec<AnMessage<'a>>,
     #[serde(borrow, default)]
     system: StrOrBlocks<Block<'a>>,
-    #[serde(default)]
-    tools: Vec<NamedTool>,
+    #[serde(borrow, default)]
+    tools: Vec<&'a RawValue>,
     #[serde(default)]
     max_tokens: Count,
 }
@@ -273,11 +284,17 @@ struct NamedFunction {
     name: LenientStr,
 }
 
-fn tool_names(tools: Vec<NamedTool>) -> Vec<String> {
-    tools
-        .into_iter()
-        .filter_map(|t| t.name.0.or_else(|| t.function.and_then(|f| f.name.0)))
-        .collect()
+/// Keeps a request's `tools` (Anthropic, OpenAI chat and Responses): each one's JSON text as
+/// sent, and its name (`name`, or OpenAI chat's `function.name`).
+fn set_tools(tools: Vec<&RawValue>, x: &mut Exchange) {
+    for t in tools {
+        if let Ok(n) = serde_json::from_str::<NamedTool>(t.get()) {
+            if let Some(name) = n.name.0.or_else(|| n.function.and_then(|f| f.name.0)) {
+                x.tools.push(name);
+            }
+        }
+        x.tool_schemas.push(t.get().to_string());
+    }
 }
 
 fn text_of(parts: &[Part]) -> String {
@@ -298,10 +315,9 @@ fn anthropic_request(body: &str, x: &mut Exchange) -> std::result::Result<(), St
         .map_err(|e| format!("expected an Anthropic Messages request body: {e}"))?;
     x.model = r.model.0;
     x.max_output = r.max_tokens.0;
-    let mut system = Vec::new();
-    push_blocks(r.system, &mut system);
-    x.system = text_of(&system);
-    x.tools = tool_names(r.tools);
+    push_blocks(r.system, &mut x.system_parts);
+    x.system = text_of(&x.system_parts);
+    set_tools(r.tools, x);
     for m in r.messages {
         let mut parts = Vec::new();
         push_blocks(m.content, &mut parts);
@@ -456,13 +472,13 @@ fn merge_usage(into: &mut Map<String, Value>, from: &Value) {
 // ---- OpenAI chat completions --------------------------------------------------------------
 
 #[derive(Deserialize)]
-struct OaRequest {
+struct OaRequest<'a> {
     #[serde(default)]
     model: LenientStr,
     #[serde(default)]
     messages: Vec<OaMessage>,
-    #[serde(default)]
-    tools: Vec<NamedTool>,
+    #[serde(borrow, default)]
+    tools: Vec<&'a RawValue>,
     #[serde(default)]
     max_tokens: Count,
     #[serde(default)]
@@ -472,7 +488,7 @@ struct OaRequest {
 }
 
 fn openai_request(body: &str, x: &mut Exchange) -> std::result::Result<(), String> {
-    let r: OaRequest = serde_json::from_str(body)
+    let r: OaRequest<'_> = serde_json::from_str(body)
         .map_err(|e| format!("expected an OpenAI chat-completions request body: {e}"))?;
     x.model = r.model.0;
     x.max_output = r
@@ -480,7 +496,7 @@ fn openai_request(body: &str, x: &mut Exchange) -> std::result::Result<(), Strin
         .0
         .or(r.max_output_tokens.0)
         .or(r.max_tokens.0);
-    x.tools = tool_names(r.tools);
+    set_tools(r.tools, x);
     for m in r.messages {
         let (role, parts) =
             openai_convert(m).map_err(|r| format!("expected a chat role, found {r:?}"))?;
@@ -587,8 +603,8 @@ struct RsRequest<'a> {
     instructions: LenientStr,
     #[serde(borrow, default)]
     input: StrOrBlocks<Payload<'a>>,
-    #[serde(default)]
-    tools: Vec<NamedTool>,
+    #[serde(borrow, default)]
+    tools: Vec<&'a RawValue>,
 }
 
 /// Appends one item to `messages`: the model's items (reasoning, text, tool calls) join the
@@ -655,8 +671,13 @@ fn responses_request(body: &str, x: &mut Exchange) -> std::result::Result<(), St
     let r: RsRequest = serde_json::from_str(body)
         .map_err(|e| format!("expected an OpenAI Responses request body: {e}"))?;
     x.model = r.model.0;
-    x.tools = tool_names(r.tools);
+    set_tools(r.tools, x);
     x.system = r.instructions.0.unwrap_or_default();
+    if !x.system.is_empty() {
+        x.system_parts.push(Part::Text {
+            text: x.system.clone(),
+        });
+    }
     match r.input {
         StrOrBlocks::None => {}
         StrOrBlocks::Str(text) => x.messages.push((Role::User, vec![Part::Text { text }])),
@@ -753,13 +774,13 @@ fn responses_stream(lines: &[String], x: &mut Exchange) {
 // ---- Gemini contents ----------------------------------------------------------------------
 
 #[derive(Deserialize)]
-struct GmRequest {
+struct GmRequest<'a> {
     #[serde(default)]
     contents: Vec<GmContent>,
     #[serde(rename = "systemInstruction", alias = "system_instruction", default)]
     system: Option<GmContent>,
-    #[serde(default)]
-    tools: Vec<Map<String, Value>>,
+    #[serde(borrow, default)]
+    tools: Vec<&'a RawValue>,
     #[serde(default)]
     model: LenientStr,
     #[serde(rename = "generationConfig", alias = "generation_config", default)]
@@ -884,15 +905,20 @@ fn gemini_parts(parts: Vec<GmPart>, ids: &mut GmIds) -> Vec<Part> {
 }
 
 fn gemini_request(body: &str, x: &mut Exchange) -> std::result::Result<(), String> {
-    let r: GmRequest = serde_json::from_str(body)
+    let r: GmRequest<'_> = serde_json::from_str(body)
         .map_err(|e| format!("expected a Gemini request body with `contents`: {e}"))?;
     x.model = r.model.0;
     x.max_output = r.generation.max_output.0;
     let mut ids = GmIds::default();
     if let Some(s) = r.system {
-        x.system = text_of(&gemini_parts(s.parts, &mut GmIds::default()));
+        x.system_parts = gemini_parts(s.parts, &mut GmIds::default());
+        x.system = text_of(&x.system_parts);
     }
-    for t in r.tools {
+    for raw in r.tools {
+        x.tool_schemas.push(raw.get().to_string());
+        let Ok(t) = serde_json::from_str::<Map<String, Value>>(raw.get()) else {
+            continue;
+        };
         for (k, v) in t {
             match v.as_array() {
                 Some(decls) if k.starts_with("function") => x.tools.extend(
@@ -1380,8 +1406,26 @@ impl JsonSink for Build<'_> {
             }
         };
         let agent = plan_agent;
-        for (role, parts) in x.messages.into_iter().skip(from) {
-            self.s.push_message(agent, role, parts, x.timestamp, pos);
+        let mut messages = x.messages;
+        let fixed = if from == 0 {
+            fixed_part(&mut messages, x.system_parts, x.tool_schemas)
+        } else {
+            0
+        };
+        for (k, (role, parts)) in messages.into_iter().enumerate().skip(from) {
+            let m = self.s.push_message(agent, role, parts, x.timestamp, pos);
+            if k == 0 {
+                self.s.messages[m].flags.tool_schemas = fixed;
+                // A restart re-sends the system prompt and tools the agent's context already
+                // holds: in the recorded history they are what the restart kept (its summary);
+                // replays from the uncompacted history keep the first ones and never see these.
+                let restart = matches!(step, Step::Fresh { restart: true, .. });
+                if let Some(c) = self.s.compactions.last_mut().filter(|_| restart) {
+                    if role == Role::System {
+                        c.summary = Some(m);
+                    }
+                }
+            }
         }
         let context_end = self.s.messages.len();
         // Gemini keeps a signed reply's thoughts (its signature stands for them) in the context
@@ -1432,6 +1476,34 @@ impl JsonSink for Build<'_> {
     }
 }
 
+/// Puts the request's fixed part in front of its messages, for a request whose messages start
+/// its agent's context: the system prompt the API keeps outside the messages and the tool
+/// schemas, one system message (a leading system message of OpenAI chat takes the schemas), so
+/// that the context holds everything the request sent. Returns how many of the first message's
+/// parts are tool schemas (`MessageFlags::tool_schemas`).
+///
+/// An agent's later requests extend this context and carry the same system prompt and tools
+/// (the same kind, `kind_of`); where a date or version stamp in the system prompt changes
+/// between them, the context keeps the first request's.
+fn fixed_part(
+    messages: &mut Vec<(Role, Vec<Part>)>,
+    system: Vec<Part>,
+    schemas: Vec<String>,
+) -> u32 {
+    let n = schemas.len() as u32;
+    let schemas = schemas.into_iter().map(|text| Part::Text { text });
+    match messages.first_mut() {
+        Some((Role::System, parts)) if system.is_empty() => parts.extend(schemas),
+        _ if system.is_empty() && n == 0 => {}
+        _ => {
+            let mut parts = system;
+            parts.extend(schemas);
+            messages.insert(0, (Role::System, parts));
+        }
+    }
+    n
+}
+
 fn open_lines(path: &Path) -> Result<std::io::BufReader<std::fs::File>> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     Ok(std::io::BufReader::with_capacity(256 * 1024, f))
@@ -1463,6 +1535,7 @@ fn read_with<R: std::io::BufRead>(path: &Path, open: impl Fn() -> Result<R>) -> 
 
     let mut s = Session::default();
     s.source.format = ID.into();
+    s.whole_requests = true;
     s.source.files.push(path.display().to_string());
     s.source.bytes = bytes;
     s.source.hash = hasher.finalize().to_hex().to_string();

@@ -37,6 +37,9 @@ struct Header {
     /// `Session::max_output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_output: Option<u64>,
+    /// `Session::whole_requests`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    whole_requests: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -81,6 +84,7 @@ pub fn write(s: &Session, w: impl Write) -> std::io::Result<()> {
         context_window: s.context_window,
         project: s.project.clone(),
         max_output: s.max_output,
+        whole_requests: s.whole_requests,
     };
     let line = |w: &mut std::io::BufWriter<_>, r: &dyn erased::Ser| -> std::io::Result<()> {
         r.write_json(w)?;
@@ -168,6 +172,7 @@ impl JsonSink for Sink {
             self.s.context_window = h.context_window;
             self.s.project = h.project;
             self.s.max_output = h.max_output;
+            self.s.whole_requests = h.whole_requests;
             return Ok(());
         }
         let record = match serde_json::from_slice::<Record>(json) {

@@ -12,6 +12,10 @@
 //! log only sizes (signature-only thinking, encrypted reasoning: `MessageFlags::hidden_tokens`)
 //! is reasoning on an assistant message, else its message's kind, and leaves with the transient
 //! tokens the engine drops at the next human message.
+//!
+//! A log whose calls hold their whole request (an HTTP capture: `Session::whole_requests`) has
+//! the system prompt and tool schemas as text: they are counted as `system` and `tools` like any
+//! other content, and there is no calibrated overhead beside them (docs/capture.md).
 
 use super::context::Context;
 use super::prepared::Prepared;
@@ -24,9 +28,12 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
-    /// System messages the log holds (the system prompt itself is mostly not logged: see the
-    /// calibrated overhead).
+    /// System messages the log holds (most logs do not hold the system prompt itself: see the
+    /// calibrated overhead; a capture does).
     System,
+    /// Tool schemas the request declared, where the log holds them (an HTTP capture:
+    /// `MessageFlags::tool_schemas`).
+    Tools,
     /// What a person wrote (requests, their images).
     User,
     /// The assistant's visible text.
@@ -45,8 +52,9 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order charts stack them (bottom first).
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::System,
+        Kind::Tools,
         Kind::User,
         Kind::Injected,
         Kind::Summaries,
@@ -59,6 +67,7 @@ impl Kind {
     pub fn label(self) -> &'static str {
         match self {
             Kind::System => "system",
+            Kind::Tools => "tool schemas",
             Kind::User => "user text",
             Kind::Assistant => "assistant text",
             Kind::Reasoning => "reasoning",
@@ -97,14 +106,18 @@ pub struct Composition {
     /// The counter the tokens were counted with.
     pub counter: String,
     /// Per agent: the calibrated overhead (system prompt, tool schemas) every call of it carries
-    /// on top of its `total`; `None` when the log cannot be calibrated.
+    /// on top of its `total`; `None` when the log cannot be calibrated, or holds whole requests.
     pub overhead: Vec<Option<u64>>,
+    /// Every call's context is its whole request, system prompt and tool schemas included
+    /// (`Session::whole_requests`): the kinds are the request's whole content, nothing is
+    /// calibrated in.
+    pub whole_requests: bool,
     /// `calls[i]` for `Session::calls[i]`; `None` for a usage-only session.
     pub calls: Vec<Option<CallComposition>>,
 }
 
 /// Slots of the accumulator: one per kind but tool results, then one per tool name.
-const TOOL_SLOTS: usize = 8;
+const TOOL_SLOTS: usize = 9;
 
 fn slot(k: Kind) -> usize {
     match k {
@@ -115,8 +128,9 @@ fn slot(k: Kind) -> usize {
         Kind::ToolCalls => 4,
         Kind::Injected => 5,
         Kind::Summaries => 6,
+        Kind::Tools => 7,
         // Unnamed results; named ones have slots from TOOL_SLOTS on.
-        Kind::ToolResults => 7,
+        Kind::ToolResults => 8,
     }
 }
 
@@ -129,6 +143,7 @@ fn kind_of_slot(s: usize) -> Kind {
         4 => Kind::ToolCalls,
         5 => Kind::Injected,
         6 => Kind::Summaries,
+        7 => Kind::Tools,
         _ => Kind::ToolResults,
     }
 }
@@ -196,9 +211,11 @@ impl<'s> Splitter<'s> {
         let answers = self.prepared.answers(mi);
         let mut result_i = 0;
         let mut parts: Vec<(usize, &'s Part)> = Vec::with_capacity(m.parts.len());
-        for p in &m.parts {
+        let schemas_from = m.parts.len().saturating_sub(m.flags.tool_schemas as usize);
+        for (i, p) in m.parts.iter().enumerate() {
             let s = match p {
                 _ if whole => slot(main),
+                _ if i >= schemas_from => slot(Kind::Tools),
                 Part::Thinking { .. } => slot(Kind::Reasoning),
                 Part::ToolCall { .. } => slot(Kind::ToolCalls),
                 Part::ToolResult { .. } => {
@@ -311,6 +328,7 @@ pub fn composition(
         return Ok(Composition {
             counter: counter.name().to_string(),
             overhead: vec![None; session.agents.len()],
+            whole_requests: session.whole_requests,
             calls: vec![None; n],
         });
     }
@@ -391,17 +409,22 @@ pub fn composition(
         }));
     };
     let raw = run_recorded_raw(session, prepared, counter, Some(&mut observe))?;
-    let calibration = calibrate(&samples(session, &raw));
-    let overhead = (0..session.agents.len())
-        .map(|a| {
-            calibration
-                .as_ref()
-                .map(|c| c.fit_for(a).overhead.round() as u64)
-        })
-        .collect();
+    let overhead = if session.whole_requests {
+        vec![None; session.agents.len()]
+    } else {
+        let calibration = calibrate(&samples(session, &raw));
+        (0..session.agents.len())
+            .map(|a| {
+                calibration
+                    .as_ref()
+                    .map(|c| c.fit_for(a).overhead.round() as u64)
+            })
+            .collect()
+    };
     Ok(Composition {
         counter: counter.name().to_string(),
         overhead,
+        whole_requests: session.whole_requests,
         calls,
     })
 }

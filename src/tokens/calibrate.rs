@@ -37,12 +37,18 @@ pub struct CallSample {
     /// Tokens of the context known from the log (recorded sizes): not fitted, added as they are.
     #[serde(default)]
     pub known: u64,
+    /// `raw` counts the whole request (`Session::whole_requests`): no content is missing, so
+    /// the fit's overhead is the counter's bias on the fixed part and may be negative.
+    #[serde(default)]
+    pub whole: bool,
 }
 
 /// `predicted = overhead + ratio · raw`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
-    /// Tokens every call carries that the log does not show (system prompt, tool schemas); ≥ 0.
+    /// Tokens every call carries that the log does not show (system prompt, tool schemas); ≥ 0,
+    /// but for whole requests (`CallSample::whole`), where it is what the ratio leaves of the
+    /// fixed part's tokens and may be negative.
     pub overhead: f64,
     /// Provider tokens per counted token; > 0.
     pub ratio: f64,
@@ -145,6 +151,7 @@ pub fn samples<R: Copy + Into<RawContext>>(
                 raw: raw.counted,
                 recorded: c.usage?.context_tokens(),
                 known: raw.known,
+                whole: session.whole_requests,
             })
         })
         .collect()
@@ -157,7 +164,9 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
     if samples.is_empty() {
         return None;
     }
-    let session = least_squares(&samples);
+    // A negative overhead only fits calls that hold their whole request.
+    let signed = samples.iter().all(|s| s.whole);
+    let session = least_squares(&samples, signed);
     let mut agent_ids: Vec<AgentIdx> = samples.iter().map(|s| s.agent).collect();
     agent_ids.sort_unstable();
     agent_ids.dedup();
@@ -174,9 +183,9 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
                 .collect();
             let own_fit = own.len() >= MIN_AGENT_SAMPLES;
             let fit = if own_fit {
-                least_squares(&own)
+                least_squares(&own, signed)
             } else {
-                own_overhead(&own, small_ratio)
+                own_overhead(&own, small_ratio, signed)
             };
             let mut errors: Vec<f64> = own.iter().map(|s| ape(fit, s)).collect();
             all_errors.extend_from_slice(&errors);
@@ -222,9 +231,9 @@ fn within_agent_ratio(samples: &[CallSample], agents: &[AgentIdx]) -> Option<f64
 }
 
 /// The session's ratio with the overhead that fits `samples` best under it (their mean
-/// difference, at least 0): an agent with too few calls for a line of its own still has its
-/// own system prompt and tools.
-fn own_overhead(samples: &[CallSample], ratio: f64) -> Fit {
+/// difference, at least 0 unless `signed`): an agent with too few calls for a line of its own
+/// still has its own system prompt and tools.
+fn own_overhead(samples: &[CallSample], ratio: f64, signed: bool) -> Fit {
     let n = samples.len().max(1) as f64;
     let overhead = samples
         .iter()
@@ -232,7 +241,7 @@ fn own_overhead(samples: &[CallSample], ratio: f64) -> Fit {
         .sum::<f64>()
         / n;
     Fit {
-        overhead: overhead.max(0.0),
+        overhead: if signed { overhead } else { overhead.max(0.0) },
         ratio,
     }
 }
@@ -258,11 +267,11 @@ fn mean_and_p95(errors: &mut [f64]) -> (f64, f64) {
     (mean, errors[rank.max(1) - 1])
 }
 
-/// Least squares under `overhead ≥ 0, ratio > 0`. The unconstrained line wins when it is
-/// feasible; otherwise the best of the boundary candidates: a line through the origin, or ratio 1
-/// with the mean difference as overhead (what is left when the data show no positive slope, e.g.
-/// every call has the same raw count).
-fn least_squares(samples: &[CallSample]) -> Fit {
+/// Least squares under `ratio > 0` and, unless `signed` (whole requests), `overhead ≥ 0`. The
+/// unconstrained line wins when it is feasible; otherwise the best of the boundary candidates: a
+/// line through the origin, or ratio 1 with the mean difference as overhead (what is left when
+/// the data show no positive slope, e.g. every call has the same raw count).
+fn least_squares(samples: &[CallSample], signed: bool) -> Fit {
     let n = samples.len() as f64;
     let mean_x = samples.iter().map(|s| s.raw as f64).sum::<f64>() / n;
     let mean_y = samples.iter().map(target).sum::<f64>() / n;
@@ -278,13 +287,17 @@ fn least_squares(samples: &[CallSample]) -> Fit {
     if sxx > 0.0 {
         let ratio = sxy / sxx;
         let overhead = mean_y - ratio * mean_x;
-        if ratio > 0.0 && overhead >= 0.0 {
+        if ratio > 0.0 && (overhead >= 0.0 || signed) {
             return Fit { overhead, ratio };
         }
     }
     // First on purpose: on a tie (constant raw counts) the counter's own scale is kept.
     candidates.push(Fit {
-        overhead: (mean_y - mean_x).max(0.0),
+        overhead: if signed {
+            mean_y - mean_x
+        } else {
+            (mean_y - mean_x).max(0.0)
+        },
         ratio: 1.0,
     });
     if xx > 0.0 && xy > 0.0 {
@@ -319,6 +332,7 @@ mod tests {
             raw,
             recorded,
             known: 0,
+            whole: false,
         }
     }
 
@@ -414,6 +428,7 @@ mod tests {
                     raw,
                     recorded: 3000 + raw * 3 / 2 + known,
                     known,
+                    whole: false,
                 }
             })
             .collect();
@@ -449,6 +464,45 @@ mod tests {
         assert!((c.mean_ape - mean).abs() < 1e-9);
         // nearest rank: ceil(0.95·20) = 19th of the sorted errors = 5 % (the 20th is 47.5 %)
         assert!((c.p95_ape - 5.0).abs() < 1e-9, "{}", c.p95_ape);
+    }
+
+    #[test]
+    fn whole_requests_may_fit_a_negative_overhead() {
+        // The counter over-counts a 10,000-token fixed part (tool schemas as JSON) as 12,000 and
+        // counts the rest 1:1: recorded = raw − 2,000. Missing content cannot be negative, but a
+        // counter's bias on content it sees can: only whole requests get the signed line.
+        let mk = |whole| -> Vec<CallSample> {
+            (0..6)
+                .map(|i| {
+                    let raw = 12_000 + 1_000 * i as u64;
+                    CallSample {
+                        whole,
+                        ..sample(i, 0, raw, raw - 2_000)
+                    }
+                })
+                .collect()
+        };
+        let c = calibrate(&mk(true)).unwrap();
+        assert!(
+            (c.session.overhead + 2_000.0).abs() < 1e-6,
+            "{:?}",
+            c.session
+        );
+        assert!((c.session.ratio - 1.0).abs() < 1e-9);
+        assert_eq!(c.mean_ape, 0.0);
+        let clamped = calibrate(&mk(false)).unwrap();
+        assert_eq!(clamped.session.overhead, 0.0);
+        assert!(clamped.mean_ape > 1.0, "{}", clamped.mean_ape);
+        // An agent with too few calls keeps its own (negative) mean difference too.
+        let mut s = mk(true);
+        s.push(CallSample {
+            whole: true,
+            ..sample(6, 1, 5_000, 4_000)
+        });
+        let c = calibrate(&s).unwrap();
+        let side = c.agent(1).unwrap();
+        assert!(!side.own_fit);
+        assert_eq!(side.fit.predict(5_000), 4_000);
     }
 
     #[test]

@@ -111,10 +111,13 @@ pub fn is_openai_model(model: &str) -> bool {
 }
 
 /// The counter a log is counted with when the user names none: the exact o200k counter for a
-/// log of an OpenAI model (when ctxlab has the `exact` feature), else [`DEFAULT_COUNTER`].
+/// log of an OpenAI model, and for a log of whole requests (an HTTP capture, whatever its
+/// models: a BPE vocabulary follows other providers' tokenizers more closely than the heuristic
+/// does on the system prompts and tool schemas that fill most of a capture; docs/tokens.md)
+/// when ctxlab has the `exact` feature, else [`DEFAULT_COUNTER`].
 pub fn default_counter_for(session: &crate::model::Session) -> &'static str {
     let openai = crate::replay::session_model(session).is_some_and(is_openai_model);
-    if openai && COUNTERS.contains(&"o200k") {
+    if (openai || session.whole_requests) && COUNTERS.contains(&"o200k") {
         "o200k"
     } else {
         DEFAULT_COUNTER
