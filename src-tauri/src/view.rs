@@ -368,6 +368,9 @@ pub struct CompositionView {
     pub counter: String,
     /// Per agent: the calibrated overhead (system prompt, tool schemas) the log does not hold.
     pub overhead: Vec<Option<u64>>,
+    /// The log holds whole requests (a capture): system prompt and tool schemas are keys like
+    /// the rest, and no overhead is calibrated in.
+    pub whole_requests: bool,
     pub keys: Vec<CompositionKey>,
     pub agent: Vec<usize>,
     /// The call's reconstructed context; `None` for a usage-only log.
@@ -377,8 +380,8 @@ pub struct CompositionView {
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct CompositionKey {
-    /// `system`, `user`, `injected`, `summaries`, `assistant`, `reasoning`, `tool_calls`,
-    /// `tool_results`.
+    /// `system`, `tools` (tool schemas), `user`, `injected`, `summaries`, `assistant`,
+    /// `reasoning`, `tool_calls`, `tool_results`.
     pub kind: String,
     pub label: String,
     /// The tool, for `tool_results`.
@@ -432,6 +435,7 @@ impl CompositionView {
         CompositionView {
             counter: c.counter.clone(),
             overhead: c.overhead.clone(),
+            whole_requests: c.whole_requests,
             keys: idx.iter().map(|&i| keys[i].clone()).collect(),
             agent,
             total,

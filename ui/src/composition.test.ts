@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CompositionView } from "./bindings/CompositionView";
-import { agentAreas, callSegments, callsOf } from "./composition";
+import { KIND_COLORS, agentAreas, callSegments, callsOf } from "./composition";
 
 const key = (kind: string, tool: string | null = null) => ({ kind, label: kind, tool });
 
@@ -8,6 +8,7 @@ const key = (kind: string, tool: string | null = null) => ({ kind, label: kind, 
 const view: CompositionView = {
   counter: "heuristic",
   overhead: [1000, null],
+  whole_requests: false,
   keys: [key("system"), key("user"), key("assistant"), key("tool_results", "Read"), key("tool_results", "Bash"), key("tool_results", "Grep")],
   agent: [0, 1, 0],
   total: [150, 40, 460],
@@ -21,7 +22,30 @@ const view: CompositionView = {
   ],
 };
 
+// A capture: the system prompt and the tool schemas are kinds of their own, with their colours.
+const captured: CompositionView = {
+  counter: "o200k",
+  overhead: [null],
+  whole_requests: true,
+  keys: [key("system"), key("tools"), key("user"), key("tool_results", "Read")],
+  agent: [0],
+  total: [100],
+  values: [[20], [60], [5], [15]],
+};
+
 describe("callSegments", () => {
+  it("keeps a capture's tool schemas apart from the system prompt, each in its colour", () => {
+    const s = callSegments(captured, 0);
+    expect(s.map((x) => [x.label, x.tokens])).toEqual([
+      ["system", 20],
+      ["tools", 60],
+      ["user", 5],
+      ["tool_results: Read", 15],
+    ]);
+    expect(new Set(s.map((x) => x.color)).size).toBe(4);
+    expect(s[1].color).toBe(KIND_COLORS.tools);
+  });
+
   it("sums to the call's context and leaves empty kinds out", () => {
     const s = callSegments(view, 0);
     expect(s.map((x) => x.label)).toEqual(["system", "user"]);

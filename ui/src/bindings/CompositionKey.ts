@@ -2,8 +2,8 @@
 
 export type CompositionKey = { 
 /**
- * `system`, `user`, `injected`, `summaries`, `assistant`, `reasoning`, `tool_calls`,
- * `tool_results`.
+ * `system`, `tools` (tool schemas), `user`, `injected`, `summaries`, `assistant`,
+ * `reasoning`, `tool_calls`, `tool_results`.
  */
 kind: string, label: string, 
 /**

@@ -9,7 +9,12 @@ export type CompositionView = { counter: string,
 /**
  * Per agent: the calibrated overhead (system prompt, tool schemas) the log does not hold.
  */
-overhead: Array<number | null>, keys: Array<CompositionKey>, agent: Array<number>, 
+overhead: Array<number | null>, 
+/**
+ * The log holds whole requests (a capture): system prompt and tool schemas are keys like
+ * the rest, and no overhead is calibrated in.
+ */
+whole_requests: boolean, keys: Array<CompositionKey>, agent: Array<number>, 
 /**
  * The call's reconstructed context; `None` for a usage-only log.
  */

@@ -221,7 +221,7 @@ function metricsTable(runs: RunView[]): HTMLElement {
       runs.map((r) =>
         h(
           "tr",
-          { "data-strategy": r.strategy },
+          { "data-strategy": r.strategy, "data-calls": String(r.metrics.calls) },
           h("td", {}, h("span.swatch", { style: `background:${colors.get(r.strategy)}` }), r.strategy, r.plugin ? h("div.muted.small", {}, r.plugin) : null),
           cols.map(([, f]) => h("td.num", {}, ...f(r))),
         ),

@@ -31,6 +31,14 @@ async function load(key: number, rerender: () => void) {
   rerender();
 }
 
+let stale = false;
+
+/** Reads the composition again at the next render (a followed log grew); the one shown stays
+ *  until the new one arrives. */
+export function invalidateComposition() {
+  stale = true;
+}
+
 /** The composition panel for call `call` (the one the Session view shows the context of, else
  *  the session's last call). */
 export function compositionPanel(d: SessionDetail, call: number, rerender: () => void): HTMLElement {
@@ -42,6 +50,10 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
   if (!view || viewFor !== key) {
     void load(key, rerender);
     return h("div.muted", { testid: "composition-loading" }, "Reading what fills the context…");
+  }
+  if (stale) {
+    stale = false;
+    void load(key, rerender);
   }
   const v = view;
   const c = Math.max(0, Math.min(v.total.length - 1, call));
@@ -72,7 +84,17 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
   const panel = h(
     "div.composition",
     { testid: "composition" },
-    h("div.small", {}, h("strong", {}, `Call ${fmtInt(c)}`), ` · ${agentName} · ${fmtInt(total)} tokens in the log's context (${v.counter})`, overhead !== null ? h("span.muted", {}, ` + about ${fmtInt(overhead)} tokens of system prompt and tool schemas the log does not hold (calibrated overhead)`) : null),
+    h(
+      "div.small",
+      {},
+      h("strong", {}, `Call ${fmtInt(c)}`),
+      ` · ${agentName} · ${fmtInt(total)} tokens in the log's context (${v.counter})`,
+      v.whole_requests
+        ? h("span.muted", { testid: "composition-whole" }, " · the whole request as captured: system prompt and tool schemas counted from its text, nothing calibrated in")
+        : overhead !== null
+          ? h("span.muted", {}, ` + about ${fmtInt(overhead)} tokens of system prompt and tool schemas the log does not hold (calibrated overhead)`)
+          : null,
+    ),
     bar,
     table,
     h(

@@ -10,7 +10,7 @@ import { clear, empty, errorBox, h } from "../dom";
 import { fmtBytes, fmtInt, fmtPct } from "../format";
 import { applyLive } from "../live";
 import { changed, store } from "../store";
-import { compositionPanel } from "./composition";
+import { compositionPanel, invalidateComposition } from "./composition";
 import { refreshStored } from "./library";
 import { drawSessionChart } from "./sessionchart";
 import { invalidatePricing, pricingSection } from "./pricing";
@@ -36,6 +36,7 @@ function refreshSoon(key: number, delay = 1500) {
       const fresh = await api.sessionDetail(key);
       if (store.detail?.summary.key === key) store.detail = fresh;
       invalidatePricing();
+      invalidateComposition();
       store.library = await api.library();
     } catch {
       // Closed meanwhile: nothing to refresh.
@@ -201,7 +202,7 @@ export function renderSession(root: HTMLElement, rerender: () => void) {
         ),
         following.has(s.key) ? h("span.badge.ok", { testid: "live" }, `● live · +${fmtInt(following.get(s.key) ?? 0)} calls`) : null,
       ),
-      h("div.muted", {}, `${s.format} · ${s.path} · ${fmtBytes(s.bytes)} · ${fmtInt(s.calls)} calls · ${fmtInt(s.agents)} agent${s.agents === 1 ? "" : "s"} · ${s.model ?? "model unknown"}`),
+      h("div.muted", { testid: "session-summary", "data-calls": String(s.calls) }, `${s.format} · ${s.path} · ${fmtBytes(s.bytes)} · ${fmtInt(s.calls)} calls · ${fmtInt(s.agents)} agent${s.agents === 1 ? "" : "s"} · ${s.model ?? "model unknown"}`),
       fidelity,
     ),
     followError ? errorBox(followError, "follow") : null,
