@@ -63,9 +63,7 @@ pub fn library(state: State<'_, AppState>) -> OpenResult {
 
 /// The sessions of the library, with what moved or changed since they were imported.
 #[tauri::command]
-pub async fn stored_sessions<R: tauri::Runtime>(
-    app: tauri::AppHandle<R>,
-) -> AppResult<Vec<StoredSession>> {
+pub async fn stored_sessions<R: tauri::Runtime>(app: tauri::AppHandle<R>) -> AppResult<StoredList> {
     blocking(move || {
         use tauri::Manager;
         app.state::<AppState>().stored()

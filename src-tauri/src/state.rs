@@ -3,7 +3,7 @@
 //! next start), the sessions open now, and the cancel flags of running jobs.
 
 use crate::error::{AppError, AppResult};
-use crate::view::{OpenResult, SessionSummary, StoredSession};
+use crate::view::{OpenResult, SessionSummary, StoredList, StoredSession};
 use ctxlab::inspect::{summarize_prepared, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
@@ -162,22 +162,31 @@ impl AppState {
     /// Every session of the library, most recently imported first, with whether its log is still
     /// where it was and unchanged, and its key when it is open. Hashes the logs: call off the UI
     /// thread.
-    pub fn stored(&self) -> AppResult<Vec<StoredSession>> {
+    pub fn stored(&self) -> AppResult<StoredList> {
         let Some(lib) = &self.library else {
-            return Ok(Vec::new());
+            return Ok(StoredList {
+                sessions: Vec::new(),
+                skipped: Vec::new(),
+            });
         };
         let lib = lock(lib);
         let open: HashMap<i64, u32> = lock(&self.sessions)
             .iter()
             .filter_map(|(k, o)| o.stored.map(|id| (id, *k)))
             .collect();
-        lib.sessions()?
+        let list = lib.session_list()?;
+        let sessions = list
+            .rows
             .into_iter()
             .map(|r| {
                 let status = lib.check_source(r.id)?;
                 Ok(StoredSession::of(&r, &status, open.get(&r.id).copied()))
             })
-            .collect()
+            .collect::<AppResult<_>>()?;
+        Ok(StoredList {
+            sessions,
+            skipped: list.skipped.iter().map(ToString::to_string).collect(),
+        })
     }
 
     /// Opens a session of the library from its log, after checking the log is the one imported

@@ -110,6 +110,15 @@ pub struct SessionSummary {
     pub warnings: Vec<WarningView>,
 }
 
+/// The library's sessions, and the rows of it that did not read back (a damaged row is named
+/// and left out, never the reason the whole list fails).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct StoredList {
+    pub sessions: Vec<StoredSession>,
+    /// Each skipped row: its table, id and what did not read.
+    pub skipped: Vec<String>,
+}
+
 /// A session of the library (opened before, maybe in an earlier run of the app).
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct StoredSession {

@@ -44,6 +44,7 @@ fn committed_bindings_match_the_rust_types() {
     export::<LogFile>(&cfg);
     export::<OpenResult>(&cfg);
     export::<StoredSession>(&cfg);
+    export::<StoredList>(&cfg);
     export::<SessionDetail>(&cfg);
     export::<ContextView>(&cfg);
     export::<CompositionView>(&cfg);

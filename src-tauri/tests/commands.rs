@@ -383,7 +383,11 @@ fn the_library_remembers_sessions_and_what_moved_or_changed() {
     }
     {
         let a = app_on(None);
-        assert_eq!(a.ok("stored_sessions", json!({})), json!([]), "a first run");
+        assert_eq!(
+            a.ok("stored_sessions", json!({})),
+            json!({"sessions": [], "skipped": []}),
+            "a first run"
+        );
         let r = a.ok("open_path", json!({ "path": logs.display().to_string() }));
         assert_eq!(r["sessions"].as_array().unwrap().len(), 3);
         assert!(r["sessions"][0]["stored"].is_i64());
@@ -413,8 +417,9 @@ fn the_library_remembers_sessions_and_what_moved_or_changed() {
         json!([]),
         "nothing open at start"
     );
-    let stored = a.ok("stored_sessions", json!({}));
-    let stored = stored.as_array().unwrap();
+    let listed = a.ok("stored_sessions", json!({}));
+    assert_eq!(listed["skipped"], json!([]));
+    let stored = listed["sessions"].as_array().unwrap();
     assert_eq!(stored.len(), 3);
     let by_path = |f: &std::path::Path| {
         stored
@@ -438,7 +443,7 @@ fn the_library_remembers_sessions_and_what_moved_or_changed() {
     let d = a.ok("session_detail", json!({ "key": s["key"] }));
     assert_eq!(d["summary"]["calls"], k["calls"]);
     let again = a.ok("stored_sessions", json!({}));
-    assert!(again
+    assert!(again["sessions"]
         .as_array()
         .unwrap()
         .iter()
@@ -455,6 +460,32 @@ fn the_library_remembers_sessions_and_what_moved_or_changed() {
         .invoke("open_stored", json!({ "id": c["id"] }))
         .expect_err("its log changed");
     assert!(e["message"].as_str().unwrap().contains("changed"), "{e}");
+
+    // A row damaged behind the app's back (#25 finding 18) is named in the list, not the end of
+    // it: the other sessions are still listed.
+    rusqlite::Connection::open(dir.path().join("lib.sqlite"))
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET stats = '{' WHERE id = ?1",
+            [m["id"].as_i64().unwrap()],
+        )
+        .unwrap();
+    let listed = a.ok("stored_sessions", json!({}));
+    let ids: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["id"])
+        .collect();
+    assert_eq!(ids.len(), 2, "{listed}");
+    assert!(!ids.contains(&&m["id"]), "{listed}");
+    let skipped = listed["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{listed}");
+    let why = skipped[0].as_str().unwrap();
+    assert!(
+        why.contains(&format!("session row {} skipped", m["id"])) && why.contains("stats"),
+        "{why}"
+    );
 }
 
 /// A 2×2 sweep of fuseraft on a real log: every set's cost and recall, the Pareto front, the best

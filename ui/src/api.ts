@@ -24,7 +24,7 @@ import type { TuneView } from "./bindings/TuneView";
 import type { JsonValue } from "./bindings/serde_json/JsonValue";
 import type { SessionSummary } from "./bindings/SessionSummary";
 import type { Strategies } from "./bindings/Strategies";
-import type { StoredSession } from "./bindings/StoredSession";
+import type { StoredList } from "./bindings/StoredList";
 import type { StrategyRequest } from "./bindings/StrategyRequest";
 
 /** A command's error: always `{code, message}`. */
@@ -45,7 +45,7 @@ export const api = {
   listStrategies: () => call<Strategies>("list_strategies"),
   discoverLogs: () => call<LogFile[]>("discover_logs"),
   library: () => call<OpenResult>("library"),
-  storedSessions: () => call<StoredSession[]>("stored_sessions"),
+  storedSessions: () => call<StoredList>("stored_sessions"),
   openStored: (id: number) => call<SessionSummary>("open_stored", { id }),
   openPath: (path: string) => call<OpenResult>("open_path", { path }),
   closeSession: (key: number) => call<boolean>("close_session", { key }),

@@ -21,6 +21,8 @@ export const store = {
   library: { sessions: [], failed: [] } as OpenResult,
   /** The sessions of the SQLite library (opened before, maybe in an earlier run). */
   stored: [] as StoredSession[],
+  /** Rows of the library that did not read back, each named with why. */
+  storedSkipped: [] as string[],
   /** Errors of the last open attempts, newest first. */
   openErrors: [] as AppError[],
   current: null as number | null,

@@ -38,7 +38,9 @@ export async function openPaths(paths: string[]) {
 /** Re-reads the SQLite library's list (it hashes the logs, so only after something changed). */
 export async function refreshStored() {
   try {
-    store.stored = await api.storedSessions();
+    const listed = await api.storedSessions();
+    store.stored = listed.sessions;
+    store.storedSkipped = listed.skipped;
   } catch (e) {
     store.openErrors = [e as { code: string; message: string }, ...store.openErrors];
   }
@@ -183,6 +185,11 @@ export function renderLibrary(root: HTMLElement) {
       )
     : empty("The library is empty", "Every log you open is recorded here, so it is one click away next time.");
 
+  // Library rows that did not read back: named, never silently missing from the list.
+  const skipped = store.storedSkipped.length
+    ? h("section", { testid: "stored-skipped" }, h("h3", {}, `${store.storedSkipped.length} library row${store.storedSkipped.length === 1 ? "" : "s"} left out`), store.storedSkipped.map((m) => errorBox(m, "library")))
+    : null;
+
   const failures = [...store.openErrors, ...store.library.failed.filter((f) => !store.openErrors.some((o) => o.message === f.message))];
   const failed = failures.length
     ? h("section", { testid: "load-errors" }, h("h3", {}, "Could not load"), failures.map((f) => errorBox(f.message, f.code)))
@@ -228,6 +235,7 @@ export function renderLibrary(root: HTMLElement) {
     table,
     h("h2", {}, "Library (opened before)"),
     stored,
+    skipped,
     h("h2", {}, "Logs on this machine"),
     found,
   );
