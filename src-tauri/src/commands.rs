@@ -6,7 +6,7 @@ use crate::state::AppState;
 use crate::view::*;
 use ctxlab::formats::follow::Follower;
 use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
-use ctxlab::tokens::{self, LiveCounts, DEFAULT_COUNTER};
+use ctxlab::tokens::{self, LiveCounts, AUTO_COUNTER};
 use ctxlab::tune;
 use ctxlab::Error;
 use std::path::PathBuf;
@@ -41,7 +41,11 @@ pub fn list_strategies(state: State<'_, AppState>) -> Strategies {
             .iter()
             .map(|d| d.path.display().to_string())
             .collect(),
-        counters: tokens::COUNTERS.iter().map(|c| c.to_string()).collect(),
+        // `auto` first: the log's own default, as the CLI picks it (tokens::default_counter_for).
+        counters: std::iter::once(AUTO_COUNTER)
+            .chain(tokens::COUNTERS.iter().copied())
+            .map(str::to_string)
+            .collect(),
     }
 }
 
@@ -168,7 +172,7 @@ fn options<'a>(
     calibrate: bool,
 ) -> AppResult<ReplayOptions<'a>> {
     let settings = ctxlab::compare::Settings {
-        counter: counter.unwrap_or(DEFAULT_COUNTER).to_string(),
+        counter: counter.unwrap_or(AUTO_COUNTER).to_string(),
         window: b.context_window,
         max_output: b.max_output,
         reserve: b.reserve.unwrap_or(0),
@@ -473,7 +477,7 @@ pub async fn context_at(
     let (session, _) = state.get(key)?;
     let spec = spec(&state, &strategy)?;
     blocking(move || {
-        let counter = tokens::counter(counter.as_deref().unwrap_or(DEFAULT_COUNTER))?;
+        let counter = tokens::counter_for(counter.as_deref().unwrap_or(AUTO_COUNTER), &session)?;
         let agent = session
             .calls
             .get(call)

@@ -8,7 +8,7 @@ use ctxlab::inspect::{summarize_prepared, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
 use ctxlab::store::Library;
-use ctxlab::tokens::{self, DEFAULT_COUNTER};
+use ctxlab::tokens;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -99,10 +99,11 @@ impl AppState {
 
     /// Keeps what `ctxlab::formats::load_all` read (see `open`).
     pub fn keep_loaded(&self, loaded: ctxlab::formats::Loaded) -> AppResult<OpenResult> {
-        let counter = tokens::counter(DEFAULT_COUNTER)?;
         let mut sessions = Vec::new();
         let mut failed: Vec<AppError> = loaded.failed.into_iter().map(AppError::from).collect();
         for s in loaded.sessions {
+            // Each log counted as the CLI counts it when no counter is named (`auto`).
+            let counter = tokens::counter(tokens::default_counter_for(&s))?;
             let (stored, counted) = std::thread::scope(|scope| {
                 let recording = scope.spawn(|| self.record(&s));
                 let counted = Counted::of(&s, counter.as_ref());
@@ -194,7 +195,7 @@ impl AppState {
     pub fn open_stored(&self, id: i64) -> AppResult<SessionSummary> {
         let lib = self.library.as_ref().ok_or_else(no_library)?;
         let session = lock(lib).load_session(id)?;
-        let counter = tokens::counter(DEFAULT_COUNTER)?;
+        let counter = tokens::counter(tokens::default_counter_for(&session))?;
         let counted = Counted::of(&session, counter.as_ref());
         Ok(self.keep(session, Some(id), counted))
     }

@@ -133,7 +133,8 @@ fn lists_baselines_plugins_and_counters() {
     // through so that the strategy's startup check is the one that speaks.
     assert_eq!(trigger["min"], 0.0);
     assert!(fuseraft["export_formats"].as_array().unwrap().len() > 0);
-    assert_eq!(s["counters"][0], "heuristic");
+    assert_eq!(s["counters"][0], "auto");
+    assert_eq!(s["counters"][1], "heuristic");
     assert!(s["counters"]
         .as_array()
         .unwrap()
@@ -175,6 +176,37 @@ fn opens_a_log_and_shows_its_agents_calls_and_fidelity() {
         .iter()
         .all(|m| m["new_since_previous"] == false || m["index"].as_u64().is_some()));
     assert!(ctx["tokens"].as_u64().unwrap() > 1000);
+}
+
+/// With no counter named, the app counts a log as the CLI's `auto` does: o200k (exact) for a
+/// log of an OpenAI model, the heuristic for a Claude log — in the fidelity it shows and in the
+/// replays it runs.
+#[test]
+fn counts_each_log_with_its_own_default_counter() {
+    let a = app();
+    for (log, counter) in [
+        (FOREST, "heuristic"),
+        ("codex-cli_gildore-arena/codex-session.jsonl", "o200k"),
+    ] {
+        let key = a.open(log);
+        let d = a.ok("session_detail", json!({ "key": key }));
+        assert_eq!(d["fidelity"]["counter"], counter, "{log}");
+        let runs = a.ok(
+            "replay",
+            json!({
+                "request": {
+                    "session": key,
+                    "strategies": [{ "id": "none", "params": {} }],
+                    "counter": null,
+                    "budget": { "context_window": null, "max_output": null, "reserve": null },
+                    "calibrate": true,
+                    "job": 9
+                },
+                "onProgress": "__CHANNEL__:1"
+            }),
+        );
+        assert_eq!(runs[0]["counter"], counter, "{log}");
+    }
 }
 
 #[test]

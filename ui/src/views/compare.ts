@@ -26,7 +26,8 @@ let cumulative: Measure | null = null;
 /** null: automatic (one chart per strategy above SMALL_MULTIPLES_ABOVE strategies). */
 let perStrategy: boolean | null = null;
 const hiddenStrategies = new Set<string>();
-let counter = "heuristic";
+// `auto`: the log's own default counter, as the CLI picks it (o200k for OpenAI models and captures).
+let counter = "auto";
 let calibrate = true;
 const budget = { window: "", maxOutput: "", reserve: "" };
 let keptCall = "";
@@ -185,7 +186,7 @@ function runOptions(): HTMLElement {
       "label.opt",
       {},
       "Counter",
-      h("select", { onchange: (e: Event) => (counter = (e.target as HTMLSelectElement).value) }, (store.strategies?.counters ?? ["heuristic"]).map((c) => h("option", { value: c, selected: c === counter }, c))),
+      h("select", { onchange: (e: Event) => (counter = (e.target as HTMLSelectElement).value) }, (store.strategies?.counters ?? ["auto"]).map((c) => h("option", { value: c, selected: c === counter }, c))),
     ),
     h("label.opt", { title: "Fit overhead and ratio on the log's recorded usage" }, h("input", { type: "checkbox", checked: calibrate, onchange: (e: Event) => (calibrate = (e.target as HTMLInputElement).checked) }), "Calibrate"),
   );
