@@ -36,14 +36,15 @@ describe("the shared chart cases", () => {
   it("composition shaping", () => {
     // The view as the app's `composition` command builds it: kinds in stacking order, tools by
     // name within theirs.
-    const order = ["system", "user", "injected", "summaries", "assistant", "reasoning", "tool_calls", "tool_results"];
-    const labels: Record<string, string> = { system: "system", user: "user text", injected: "injected (reminders, attachments)", summaries: "summaries", assistant: "assistant text", reasoning: "reasoning", tool_calls: "tool calls", tool_results: "tool results" };
+    const order = ["system", "tools", "user", "injected", "summaries", "assistant", "reasoning", "tool_calls", "tool_results"];
+    const labels: Record<string, string> = { system: "system", tools: "tool schemas", user: "user text", injected: "injected (reminders, attachments)", summaries: "summaries", assistant: "assistant text", reasoning: "reasoning", tool_calls: "tool calls", tool_results: "tool results" };
     const a = cases.agentAreas;
     const keyOf = (s: { kind: string; tool?: string }) => `${s.kind}\u0000${s.tool ?? ""}`;
     const keys = [...new Map(a.calls.flatMap((c) => c.slices).map((s) => [keyOf(s), s])).values()].sort((p, q) => order.indexOf(p.kind) - order.indexOf(q.kind) || (p.tool ?? "").localeCompare(q.tool ?? ""));
     const v: CompositionView = {
       counter: "heuristic",
       overhead: [null, null],
+      whole_requests: false,
       keys: keys.map((k) => ({ kind: k.kind, label: labels[k.kind], tool: k.tool ?? null })),
       agent: a.calls.map((c) => c.agent),
       total: a.calls.map((c) => c.slices.reduce((s, x) => s + x.tokens, 0)),
