@@ -446,16 +446,14 @@ fn plugin_tables_with_broken_fields_are_loaded_or_refused() {
                 }
                 1 => {
                     let field = rng.below(6);
-                    let f = unsafe {
-                        [
-                            std::ptr::addr_of_mut!(t.create) as *mut usize,
-                            std::ptr::addr_of_mut!(t.decide) as *mut usize,
-                            std::ptr::addr_of_mut!(t.thresholds) as *mut usize,
-                            std::ptr::addr_of_mut!(t.export) as *mut usize,
-                            std::ptr::addr_of_mut!(t.import) as *mut usize,
-                            std::ptr::addr_of_mut!(t.destroy) as *mut usize,
-                        ][field]
-                    };
+                    let f = [
+                        std::ptr::addr_of_mut!(t.create) as *mut usize,
+                        std::ptr::addr_of_mut!(t.decide) as *mut usize,
+                        std::ptr::addr_of_mut!(t.thresholds) as *mut usize,
+                        std::ptr::addr_of_mut!(t.export) as *mut usize,
+                        std::ptr::addr_of_mut!(t.import) as *mut usize,
+                        std::ptr::addr_of_mut!(t.destroy) as *mut usize,
+                    ][field];
                     unsafe { f.write(0) };
                     what.push(format!("entry point {field} NULL"));
                 }
