@@ -7,83 +7,48 @@
 // Each step saves a screenshot; DOCS_SHOT=path also saves the compare view there.
 
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { WebDriver } from "./webdriver.mjs";
+import { App, need } from "./app.mjs";
 
-const need = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run the end-to-end tests with scripts/app-e2e.sh`);
-  return v;
-};
-const APP = need("CTXLAB_APP");
-const SHOTS = need("SHOTS");
 const REAL_LOGS = need("REAL_LOGS");
 const FOREST = join(REAL_LOGS, "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl");
 // Claude Code behind a logging proxy: 8 agents, one a subagent of the main one (issue #21).
 const AGENTS_LOG = join(REAL_LOGS, "llm-trace-proxy_wang0618/claude-code.jsonl");
 const work = mkdtempSync(join(tmpdir(), "ctxlab-e2e-"));
-const wd = new WebDriver(need("WEBDRIVER_URL"));
+const wd = new App();
 
-async function shot(name) {
-  mkdirSync(SHOTS, { recursive: true });
-  const png = Buffer.from(await wd.screenshot(), "base64");
-  writeFileSync(join(SHOTS, `${name}.png`), png);
-  return png;
-}
 
-async function setInput(testid, value) {
-  await wd.exec(
-    `const el = document.querySelector('[data-testid="${testid}"]');
-     if (!el) throw new Error('no ${testid}');
-     el.value = arguments[0];
-     el.dispatchEvent(new Event('input', { bubbles: true }));
-     el.dispatchEvent(new Event('change', { bubbles: true }));`,
-    value,
-  );
-}
 
-async function tab(name) {
-  await wd.press(`[data-testid="tab-${name}"]`);
-}
 
-async function openPath(path) {
-  await tab("library");
-  await wd.waitFor('[data-testid="open-path-input"]');
-  await setInput("open-path-input", path);
-  await wd.press('[data-testid="open-path-button"]');
-}
 
 describe("ctxlab app", () => {
   before(async () => {
-    await wd.start({ "tauri:options": { application: APP }, "wdio:enforceWebDriverClassic": true });
-    // Started once the strategies are listed (the first render replaces the whole page).
-    await wd.until("the app to start", async () => (await wd.exec("return document.querySelectorAll('[data-testid=tab-library]').length")) === 1 && (await wd.exec("return !!window.__TAURI_INTERNALS__")));
-    await new Promise((r) => setTimeout(r, 500));
+    await wd.launch();
   });
   after(async () => {
     await wd.quit();
   });
 
   it("opens a log and shows its agents and estimate fidelity", async () => {
-    await openPath(FOREST);
+    await wd.openPath(FOREST);
     await wd.until("the session in the library", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("claude-code"));
-    await tab("session");
+    await wd.tab("session");
     assert.match(await wd.textOf('[data-testid="fidelity"] strong'), /^±\d+\.\d%$/);
     const agents = await wd.textOf('[data-testid="agents"]');
     assert.match(agents, /\d{1,3}(,\d{3})+/, "token counts with thousands separators");
     await wd.until("the calls chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > 100);
-    await shot("01-session");
+    await wd.shot("01-session");
   });
 
   it("replays two strategies and shows charts with markers, thresholds and the metrics table", async () => {
-    await tab("compare");
+    await wd.tab("compare");
     await wd.press('[data-testid="pick-none"]');
     await wd.press('[data-testid="pick-fuseraft.compaction"]');
-    await setInput("param-fuseraft.compaction-WarnAt", "400000");
-    await setInput("param-fuseraft.compaction-CutoverAt", "600000");
+    await wd.setInput("param-fuseraft.compaction-WarnAt", "400000");
+    await wd.setInput("param-fuseraft.compaction-CutoverAt", "600000");
     await wd.press('[data-testid="run-compare"]');
     const table = await wd.waitFor('[data-testid="metrics-table"]', 180_000);
     const rows = await wd.findAll('[data-testid="metrics-table"] tbody tr');
@@ -102,12 +67,12 @@ describe("ctxlab app", () => {
     const titles = await wd.exec(`return [...document.querySelectorAll('.chart-title')].map(e => e.textContent)`);
     assert.match(titles[0], /Cumulative input tokens/);
     assert.match(titles[1], /Context occupancy/);
-    const png = await shot("02-compare");
+    const png = await wd.shot("02-compare");
     if (process.env.DOCS_SHOT) writeFileSync(process.env.DOCS_SHOT, png);
   });
 
   it("shows what each strategy kept at a call, side by side", async () => {
-    await setInput("kept-call", "120");
+    await wd.setInput("kept-call", "120");
     await wd.exec(`document.querySelector('[data-testid="show-kept"]').scrollIntoView()`);
     await wd.press('[data-testid="show-kept"]');
     await wd.waitFor('[data-testid="kept-1"]', 60_000);
@@ -117,22 +82,22 @@ describe("ctxlab app", () => {
     const tokens = (s) => Number(s.match(/([\d,]+) tokens/)[1].replace(/,/g, ""));
     assert.ok(tokens(fr) < tokens(none), `fuseraft kept less than none at call 120: ${fr} vs ${none}`);
     await wd.exec(`document.querySelector('[data-testid="kept"]').scrollIntoView()`);
-    await shot("03-kept");
+    await wd.shot("03-kept");
   });
 
   it("sweeps a 2×2 grid and shows the Pareto chart and why the picked set compacted", async () => {
-    await tab("tune");
+    await wd.tab("tune");
     await wd.waitFor('[data-testid="tune-strategy"]');
     await wd.exec(
       `const s = document.querySelector('[data-testid="tune-strategy"]');
        s.value = 'fuseraft.compaction'; s.dispatchEvent(new Event('change', { bubbles: true }));`,
     );
     await wd.press('[data-testid="sweep-TriggerTurnCount"]');
-    await setInput("sweep-TriggerTurnCount-from", "20");
-    await setInput("sweep-TriggerTurnCount-to", "40");
+    await wd.setInput("sweep-TriggerTurnCount-from", "20");
+    await wd.setInput("sweep-TriggerTurnCount-to", "40");
     await wd.press('[data-testid="sweep-CutoverAt"]');
-    await setInput("sweep-CutoverAt-from", "450000");
-    await setInput("sweep-CutoverAt-to", "800000");
+    await wd.setInput("sweep-CutoverAt-from", "450000");
+    await wd.setInput("sweep-CutoverAt-to", "800000");
     await wd.press('[data-testid="run-tune"]');
     await wd.waitFor('[data-testid="tune-candidates"]', 300_000);
     const rows = await wd.findAll('[data-testid="tune-candidates"] tbody tr');
@@ -144,34 +109,34 @@ describe("ctxlab app", () => {
     const why = await wd.text(await wd.waitFor('[data-testid="tune-why"]', 60_000));
     assert.match(why, /fired at call \d/);
     await wd.exec(`document.querySelector('[data-testid="tune-progress"], .tune-grid').scrollIntoView()`);
-    await shot("04-tune");
+    await wd.shot("04-tune");
   });
 
   it("exports the tuned parameters to a config file that reads back", async () => {
-    await tab("export");
+    await wd.tab("export");
     await wd.waitFor('[data-testid="export-strategy"]');
     await wd.exec(
       `const s = document.querySelector('[data-testid="export-strategy"]');
        s.value = 'fuseraft.compaction'; s.dispatchEvent(new Event('change', { bubbles: true }));`,
     );
     const out = join(work, "fuseraft.yaml");
-    await setInput("export-path", out);
+    await wd.setInput("export-path", out);
     await wd.press('[data-testid="export-write"]');
     await wd.waitFor('[data-testid="export-written"]', 30_000);
     const text = readFileSync(out, "utf8");
     assert.match(text, /CutoverAt: 600000/);
     assert.match(text, /WarnAt: 400000/);
     assert.equal(await wd.text(await wd.find('[data-testid="export-text"]')), text.trimEnd());
-    await shot("05-export");
-    await tab("library");
+    await wd.shot("05-export");
+    await wd.tab("library");
     const stored = await wd.text(await wd.waitFor('[data-testid="stored"]'));
     assert.match(stored, /claude-code/, "the opened log is in the SQLite library");
   });
 
   it("draws one line per agent of a log with subagents, and what fills the context", async () => {
-    await openPath(AGENTS_LOG);
+    await wd.openPath(AGENTS_LOG);
     await wd.until("the multi-agent log open", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("http-capture"));
-    await tab("session");
+    await wd.tab("session");
     const agents = (await wd.findAll('[data-testid="agents"] tbody tr')).length;
     assert.equal(agents, 8);
     const chart = await wd.waitFor('[data-testid="chart"][data-agent-series]', 30_000);
@@ -183,7 +148,7 @@ describe("ctxlab app", () => {
     assert.equal(legend.length, agents);
     assert.equal(legend.filter((t) => t.startsWith("↳")).length, 1, "the subagent is tied to its parent");
     assert.ok(Number(await wd.attr(chart, "data-lanes")) >= 1, "recorded compactions on their agent's lane");
-    await shot("09-session-agents");
+    await wd.shot("09-session-agents");
 
     // What fills the context at the last call, then at another one picked by the user.
     const sums = async () =>
@@ -197,20 +162,20 @@ describe("ctxlab app", () => {
     assert.ok(c.total > 0 && c.n >= 2, JSON.stringify(c));
     assert.equal(c.sum, c.total, "the bar sums to the call's context");
     assert.equal(c.shown, c.total);
-    await setInput("context-call", "20");
+    await wd.setInput("context-call", "20");
     await wd.press('[data-testid="show-context"]');
     await wd.until("the composition of call 20", async () => (await sums()).call === 20, 30_000);
     c = await sums();
     assert.equal(c.sum, c.total, "call 20 sums too");
     await wd.until("the stacked areas drawn", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="composition-areas"] canvas').length`)) >= 1, 30_000);
     await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
-    await shot("10-composition");
+    await wd.shot("10-composition");
   });
 
   it("compares seven strategies: a colour each, one chart per strategy, marker lanes", async () => {
-    await openPath(FOREST);
+    await wd.openPath(FOREST);
     await wd.until("the forest log selected", async () => (await wd.exec(`return document.querySelector('[data-testid="sessions"] tr.selected')?.textContent ?? ''`)).includes("day1-02"), 60_000);
-    await tab("compare");
+    await wd.tab("compare");
     const ids = ["none", "recorded", "fuseraft.compaction", "phi-core.context", "fim-one.context-guard", "librechat.agents", "codetether.compression"];
     for (const id of ids) {
       const checked = await wd.exec(`return document.querySelector('[data-testid="pick-${id}"]').checked`);
@@ -231,35 +196,35 @@ describe("ctxlab app", () => {
     assert.ok(lanes.every((l) => l[0] === 1), "a marker lane under every chart");
     assert.equal(await wd.exec(`return document.querySelectorAll('[data-testid="charts"] [data-testid="marker-lanes"]').length`), 14);
     assert.ok(lanes.some((l) => l[1] > 0), "compactions or pruning on some lane");
-    await shot("11-compare-seven");
+    await wd.shot("11-compare-seven");
     // Overlaid: still one legend entry per strategy, lanes one per strategy under each chart.
     await wd.press('[data-testid="per-strategy"]');
     await wd.until("two overlaid charts", async () => (await wd.findAll('[data-testid="charts"] [data-testid="chart"]')).length === 2);
     assert.equal(Number(await wd.attr((await wd.findAll('[data-testid="charts"] [data-testid="chart"]'))[1], "data-lanes")), 7);
-    await shot("12-compare-overlaid");
+    await wd.shot("12-compare-overlaid");
     // The same views in the other theme.
     await wd.press('[data-testid="theme"]');
     await new Promise((r) => setTimeout(r, 400));
-    await shot("13-compare-overlaid-other-theme");
-    await tab("session");
+    await wd.shot("13-compare-overlaid-other-theme");
+    await wd.tab("session");
     await wd.waitFor('[data-testid="composition-bar"]', 60_000);
     await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
     await new Promise((r) => setTimeout(r, 400));
-    await shot("14-composition-other-theme");
+    await wd.shot("14-composition-other-theme");
     await wd.exec(`window.scrollTo(0, 0); document.querySelector('[data-testid="chart"]').scrollIntoView()`);
-    await shot("15-session-other-theme");
+    await wd.shot("15-session-other-theme");
     await wd.press('[data-testid="theme"]');
   });
 
   it("names a broken file and why it could not be read", async () => {
     const broken = join(work, "broken.jsonl");
     writeFileSync(broken, "this is not a session log\n{\"half\": \n");
-    await openPath(broken);
+    await wd.openPath(broken);
     const box = await wd.waitFor('[data-testid="load-errors"] [data-testid="error"]');
     const msg = await wd.text(box);
     assert.match(msg, /broken\.jsonl/);
     assert.match(msg, /not a session log ctxlab can read/);
-    await shot("06-broken-file");
+    await wd.shot("06-broken-file");
   });
 
   it("follows a log while it is written: new calls appear on the chart", async () => {
@@ -267,9 +232,9 @@ describe("ctxlab app", () => {
     const live = join(work, "live.jsonl");
     const half = Math.floor(lines.length / 2);
     writeFileSync(live, lines.slice(0, half).join("\n") + "\n");
-    await openPath(live);
+    await wd.openPath(live);
     await wd.until("the live log open", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("live.jsonl"));
-    await tab("session");
+    await wd.tab("session");
     await wd.until("its chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > 0);
     const before = Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points"));
     await wd.press('[data-testid="follow-toggle"]');
@@ -277,7 +242,7 @@ describe("ctxlab app", () => {
     appendFileSync(live, lines.slice(half).join("\n") + "\n");
     await wd.until("the appended calls on the chart", async () => Number(await wd.attr(await wd.find('[data-testid="chart"]'), "data-points")) > before, 30_000);
     assert.match(await wd.text(await wd.find('[data-testid="live"]')), /live · \+\d+ calls/);
-    await shot("07-live");
+    await wd.shot("07-live");
     await wd.press('[data-testid="follow-toggle"]');
   });
   // Last: runs after the steps above in the same window: the open log, the comparison and the sweep
@@ -290,7 +255,7 @@ describe("ctxlab app", () => {
     assert.ok(after === "dark" || after === "light");
     // The charts are drawn again in the theme's colours: the axis text follows the theme.
     for (const view of ["library", "session", "compare", "tune", "export"]) {
-      await tab(view);
+      await wd.tab(view);
       if (view === "compare") {
         // The comparison again, on the log open now (the live one): its charts in this theme.
         await wd.press('[data-testid="run-compare"]');
@@ -304,7 +269,7 @@ describe("ctxlab app", () => {
       }
       if (view === "session" || view === "compare") await wd.waitFor('[data-testid="chart"] canvas', 30_000);
       await new Promise((r) => setTimeout(r, 300));
-      await shot(`08-${after}-${view}`);
+      await wd.shot(`08-${after}-${view}`);
     }
     await wd.press('[data-testid="theme"]');
     assert.equal(await wd.exec("return document.documentElement.dataset.theme"), before);

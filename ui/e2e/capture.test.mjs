@@ -7,48 +7,21 @@
 // scripts/app-e2e.sh sets CTXLAB_APP, WEBDRIVER_URL, SHOTS, REAL_LOGS.
 
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { WebDriver } from "./webdriver.mjs";
+import { App, need } from "./app.mjs";
 
-const need = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run the end-to-end tests with scripts/app-e2e.sh`);
-  return v;
-};
-const APP = need("CTXLAB_APP");
-const SHOTS = need("SHOTS");
 const REAL_LOGS = need("REAL_LOGS");
 const CAPTURE = join(REAL_LOGS, "llm-trace-proxy_wang0618/claude-code.jsonl");
 assert.ok(existsSync(CAPTURE), `${CAPTURE} is missing: ../shared/real-logs must sit beside the checkout`);
 const work = mkdtempSync(join(tmpdir(), "ctxlab-e2e-capture-"));
-const wd = new WebDriver(need("WEBDRIVER_URL"));
+const wd = new App();
 
-async function shot(name) {
-  mkdirSync(SHOTS, { recursive: true });
-  writeFileSync(join(SHOTS, `${name}.png`), Buffer.from(await wd.screenshot(), "base64"));
-}
 
-async function setInput(testid, value) {
-  await wd.exec(
-    `const el = document.querySelector('[data-testid="${testid}"]');
-     if (!el) throw new Error('no ${testid}');
-     el.value = arguments[0];
-     el.dispatchEvent(new Event('input', { bubbles: true }));`,
-    value,
-  );
-}
 
-const tab = (name) => wd.press(`[data-testid="tab-${name}"]`);
 
-async function openPath(path) {
-  await tab("library");
-  await wd.waitFor('[data-testid="open-path-input"]');
-  await setInput("open-path-input", path);
-  await wd.press('[data-testid="open-path-button"]');
-}
 
 /** Calls of the open session, as the Session view shows them. */
 const sessionCalls = async () => Number(await wd.attr(await wd.find('[data-testid="session-summary"]'), "data-calls"));
@@ -58,7 +31,7 @@ const chartPoints = async () => Number(await wd.attr(await wd.find('[data-testid
  *  `calls` calls (the table of the previous run stays on screen until the new one replaces it);
  *  on a timeout, says what the table showed. */
 async function replay(calls) {
-  await tab("compare");
+  await wd.tab("compare");
   for (const id of ["none", "fuseraft.compaction"]) {
     await wd.waitFor(`[data-testid="pick-${id}"]`, 60_000);
     if (!(await wd.exec(`return document.querySelector('[data-testid="pick-${id}"]').checked`))) await wd.press(`[data-testid="pick-${id}"]`);
@@ -78,9 +51,7 @@ async function replay(calls) {
 
 describe("a capture followed live", () => {
   before(async () => {
-    await wd.start({ "tauri:options": { application: APP }, "wdio:enforceWebDriverClassic": true });
-    await wd.until("the app to start", async () => (await wd.exec("return document.querySelectorAll('[data-testid=tab-library]').length")) === 1 && (await wd.exec("return !!window.__TAURI_INTERNALS__")));
-    await new Promise((r) => setTimeout(r, 500));
+    await wd.launch();
   });
   after(async () => {
     await wd.quit();
@@ -91,9 +62,9 @@ describe("a capture followed live", () => {
     assert.ok(lines.length >= 48, "the capture's exchanges");
     const live = join(work, "capture-live.jsonl");
     writeFileSync(live, lines.slice(0, 16).join("\n") + "\n");
-    await openPath(live);
+    await wd.openPath(live);
     await wd.until("the capture open", async () => (await wd.text(await wd.find('[data-testid="sessions"]'))).includes("capture-live"), 60_000);
-    await tab("session");
+    await wd.tab("session");
     await wd.until("its chart", async () => (await chartPoints()) > 0, 60_000);
     const calls0 = await sessionCalls();
     const points0 = await chartPoints();
@@ -111,23 +82,23 @@ describe("a capture followed live", () => {
     const calls1 = await sessionCalls();
     assert.match(await wd.text(await wd.find('[data-testid="live"]')), /live · \+\d+ calls/);
     await wd.exec(`document.querySelector('[data-testid="chart"]').scrollIntoView()`);
-    await shot("16-capture-live");
+    await wd.shot("16-capture-live");
 
     // What if: a strategy replayed over every call captured so far, while the capture goes on.
     let runs = await replay(calls1);
     assert.deepEqual(runs, { none: calls1, "fuseraft.compaction": calls1 }, "the replay covers what was captured so far");
-    await shot("17-capture-replay");
+    await wd.shot("17-capture-replay");
 
     appendFileSync(live, lines.slice(32).join("\n") + "\n");
-    await tab("session");
+    await wd.tab("session");
     await wd.until("the last exchanges in", async () => (await sessionCalls()) > calls1, 60_000);
     const calls2 = await sessionCalls();
     runs = await replay(calls2);
     assert.deepEqual(runs, { none: calls2, "fuseraft.compaction": calls2 }, "the replay grows with the capture");
-    await tab("session");
+    await wd.tab("session");
     await wd.press('[data-testid="follow-toggle"]');
     await wd.until("following stopped", async () => (await wd.findAll('[data-testid="live"]')).length === 0);
     await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
-    await shot("18-capture-composition");
+    await wd.shot("18-capture-composition");
   });
 });

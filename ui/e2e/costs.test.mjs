@@ -7,19 +7,12 @@
 // scripts/app-e2e.sh sets CTXLAB_APP, WEBDRIVER_URL, SHOTS, REAL_LOGS.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { WebDriver } from "./webdriver.mjs";
+import { App, need } from "./app.mjs";
 
-const need = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run the end-to-end tests with scripts/app-e2e.sh`);
-  return v;
-};
-const APP = need("CTXLAB_APP");
-const SHOTS = need("SHOTS");
 const REAL_LOGS = need("REAL_LOGS");
 const GROK = join(REAL_LOGS, "mini-swe-agent_yudai/last_mini_run.traj.json");
 const UNTITLED = [
@@ -29,42 +22,20 @@ const UNTITLED = [
 ];
 for (const p of [GROK, ...UNTITLED]) assert.ok(existsSync(p), `${p} is missing: ../shared/real-logs must sit beside the checkout`);
 const work = mkdtempSync(join(tmpdir(), "ctxlab-e2e-costs-"));
-const wd = new WebDriver(need("WEBDRIVER_URL"));
+const wd = new App();
 // Where the app keeps the user's model table (XDG_DATA_HOME is the script's own folder).
 const userTable = join(need("XDG_DATA_HOME"), "ctxlab", "models.toml");
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-async function shot(name) {
-  mkdirSync(SHOTS, { recursive: true });
-  writeFileSync(join(SHOTS, `${name}.png`), Buffer.from(await wd.screenshot(), "base64"));
-}
 
-async function setInput(testid, value) {
-  await wd.exec(
-    `const el = document.querySelector('[data-testid="${testid}"]');
-     if (!el) throw new Error('no ${testid}');
-     el.value = arguments[0];
-     el.dispatchEvent(new Event('input', { bubbles: true }));`,
-    value,
-  );
-}
 
-const tab = (name) => wd.press(`[data-testid="tab-${name}"]`);
 const text = async (css) => wd.text(await wd.find(css));
 
-async function openPath(path) {
-  await tab("library");
-  await wd.waitFor('[data-testid="open-path-input"]');
-  await setInput("open-path-input", path);
-  await wd.press('[data-testid="open-path-button"]');
-}
 
 describe("costs and names in the app", () => {
   before(async () => {
     rmSync(userTable, { force: true });
-    await wd.start({ "tauri:options": { application: APP }, "wdio:enforceWebDriverClassic": true });
-    await wd.until("the app to start", async () => (await wd.exec("return document.querySelectorAll('[data-testid=tab-library]').length")) === 1 && (await wd.exec("return !!window.__TAURI_INTERNALS__")));
-    await new Promise((r) => setTimeout(r, 500));
+    await wd.launch();
   });
   after(async () => {
     await wd.quit();
@@ -73,9 +44,9 @@ describe("costs and names in the app", () => {
   });
 
   it("says what the Session view's cost leaves out and lists the unpriced model", async () => {
-    await openPath(GROK);
+    await wd.openPath(GROK);
     await wd.until("the log in the library", async () => (await text('[data-testid="sessions"]')).includes("swe-agent"));
-    await tab("session");
+    await wd.tab("session");
     const notice = await wd.text(await wd.waitFor('[data-testid="pricing"] [data-testid="cost-notice"]', 60_000));
     assert.match(notice, /cost excludes \d+ calls of x-ai\/grok-4-fast: no price — add it to models\.toml or import a price list/);
     const row = await wd.find('[data-testid="session-models"] tr[data-model="x-ai/grok-4-fast"]');
@@ -86,11 +57,11 @@ describe("costs and names in the app", () => {
     assert.ok(assumed.some((a) => /^context window [\d,]+ assumed: x-ai\/grok-4-fast is not in the model table/.test(a)), assumed.join("\n"));
     assert.match(await text('[data-testid="session-cost"]'), /\$0\.0000 for the usage the log recorded/);
     await wd.exec(`document.querySelector('[data-testid="pricing"]').scrollIntoView()`);
-    await shot("costs-01-session-unpriced");
+    await wd.shot("costs-01-session-unpriced");
   });
 
   it("says it again under a comparison's metrics", async () => {
-    await tab("compare");
+    await wd.tab("compare");
     await wd.press('[data-testid="pick-none"]');
     await wd.press('[data-testid="run-compare"]');
     await wd.waitFor('[data-testid="metrics-table"]', 180_000);
@@ -101,11 +72,11 @@ describe("costs and names in the app", () => {
     // After the last re-render (which keeps the scroll position), show the notes.
     await new Promise((r) => setTimeout(r, 500));
     await wd.exec(`document.querySelector('[data-testid="compare-notes"]').scrollIntoView({ block: "center" })`);
-    await shot("costs-02-compare-notice");
+    await wd.shot("costs-02-compare-notice");
   });
 
   it("imports a LiteLLM price list from the Session view, and the model is priced", async () => {
-    await tab("session");
+    await wd.tab("session");
     await wd.waitFor('[data-testid="import-path"]');
     // LiteLLM's model_prices_and_context_window.json format, written here: per-token prices.
     const list = join(work, "prices.json");
@@ -116,7 +87,7 @@ describe("costs and names in the app", () => {
         "text-embedding-3-small": { litellm_provider: "openai", mode: "embedding", input_cost_per_token: 2e-8 },
       }),
     );
-    await setInput("import-path", list);
+    await wd.setInput("import-path", list);
     await wd.press('[data-testid="import-path-run"]');
     const result = await wd.text(await wd.waitFor('[data-testid="import-result"]', 30_000));
     assert.match(result, /Imported 1 models from .*prices\.json into .*models\.toml: 1 added/);
@@ -129,18 +100,18 @@ describe("costs and names in the app", () => {
     assert.ok(usd > 0, cost);
     assert.match(await text('[data-testid="pricing"]'), /window 2,000,000, max output 30,000/);
     await wd.exec(`document.querySelector('[data-testid="pricing"]').scrollIntoView()`);
-    await shot("costs-03-imported");
+    await wd.shot("costs-03-imported");
   });
 
   it("names logs without a title by their first prompt and folder, never a bare UUID", async () => {
     // The picker's options, without its "— session —" placeholder.
     const pickerNames = `return [...document.querySelectorAll('select.session-pick option')].map(o => o.textContent).filter(t => t !== '— session —')`;
     for (const [i, p] of UNTITLED.entries()) {
-      await openPath(p);
+      await wd.openPath(p);
       try {
         await wd.until(`${p} open`, async () => (await wd.exec(pickerNames)).length >= 2 + i);
       } catch (e) {
-        await shot("costs-04-names-failed");
+        await wd.shot("costs-04-names-failed");
         throw new Error(`${e.message}; the picker lists: ${(await wd.exec(pickerNames)).join(" | ")}; page: ${(await wd.exec("return document.body.innerText")).slice(0, 600)}`);
       }
     }
@@ -151,6 +122,6 @@ describe("costs and names in the app", () => {
     const listed = await wd.exec(`return [...document.querySelectorAll('[data-testid="sessions"] tbody tr td:first-child > div:first-child')].map(e => e.textContent)`);
     assert.ok(listed.length >= 1 + UNTITLED.length, listed.join(" | "));
     for (const name of listed) assert.doesNotMatch(name.trim(), UUID, `library: ${listed.join(" | ")}`);
-    await shot("costs-04-names");
+    await wd.shot("costs-04-names");
   });
 });
