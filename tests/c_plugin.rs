@@ -211,7 +211,10 @@ fn the_header_matches_the_rust_abi_field_by_field() {
         prev_raw_tokens => prev_raw_tokens, cumulative_input_tokens => cumulative_input_tokens,
         new_messages => new_messages, new_request => new_request,
         assistant_turns => assistant_turns, messages => messages, messages_len => messages_len,
+        message_parts => message_parts,
     });
+    layout!(p, PartView => "ctxlab_part" { kind => kind, reserved => reserved, bytes => bytes });
+    layout!(p, PartList => "ctxlab_part_list" { parts => parts, len => len });
     layout!(p, EditOp => "ctxlab_op" {
         kind => kind, scope => scope, start => start, end => end, head_chars => head_chars,
         tail_chars => tail_chars, summary_max_tokens => summary_max_tokens,
@@ -247,6 +250,9 @@ fn the_header_matches_the_rust_abi_field_by_field() {
         FLAG_TOOL_RESULT => CTXLAB_FLAG_TOOL_RESULT, FLAG_ERROR => CTXLAB_FLAG_ERROR,
         FLAG_EDITED => CTXLAB_FLAG_EDITED, FLAG_IMAGE => CTXLAB_FLAG_IMAGE,
         FLAG_REQUEST => CTXLAB_FLAG_REQUEST, FLAG_CONTENT => CTXLAB_FLAG_CONTENT,
+        FLAG_PARTS => CTXLAB_FLAG_PARTS, PART_TEXT => CTXLAB_PART_TEXT,
+        PART_THINKING => CTXLAB_PART_THINKING, PART_TOOL_CALL => CTXLAB_PART_TOOL_CALL,
+        PART_TOOL_RESULT => CTXLAB_PART_TOOL_RESULT,
         OP_DROP => CTXLAB_OP_DROP, OP_SUMMARIZE => CTXLAB_OP_SUMMARIZE,
         OP_TRUNCATE => CTXLAB_OP_TRUNCATE, OP_MASK => CTXLAB_OP_MASK,
         OP_OFFLOAD => CTXLAB_OP_OFFLOAD, OP_PIN => CTXLAB_OP_PIN, OP_UNPIN => CTXLAB_OP_UNPIN,

@@ -16,7 +16,9 @@
 
 use super::{Instance, RawDecision, StrategyEntry};
 use crate::error::Error;
-use ctxlab_plugin_api::abi::{BudgetView, CallView, MessageView, StrRef, ToolView};
+use ctxlab_plugin_api::abi::{
+    BudgetView, CallView, MessageView, PartList, PartView, StrRef, ToolView, FLAG_PARTS,
+};
 use ctxlab_plugin_api::sdk::Threshold;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -79,6 +81,9 @@ struct WireMsg {
     request: u32,
     content_other: u32,
     timestamp_ms: i64,
+    /// ABI 1.6: (kind, bytes) of each part, when the flags have FLAG_PARTS.
+    #[serde(default)]
+    parts: Vec<(u32, u64)>,
 }
 
 /// A `CallView` with its strings and arrays owned, to cross the pipe.
@@ -134,7 +139,20 @@ impl WireCall {
             assistant_turns: c.assistant_turns,
             messages: msgs
                 .iter()
-                .map(|m| {
+                .enumerate()
+                .map(|(i, m)| {
+                    let parts: &[PartView] = if m.flags & FLAG_PARTS == 0
+                        || c.message_parts.is_null()
+                    {
+                        &[]
+                    } else {
+                        let l = *c.message_parts.add(i);
+                        if l.parts.is_null() || l.len == 0 {
+                            &[]
+                        } else {
+                            std::slice::from_raw_parts(l.parts, l.len)
+                        }
+                    };
                     let tools: &[ToolView] = if m.tools.is_null() || m.tools_len == 0 {
                         &[]
                     } else {
@@ -164,6 +182,7 @@ impl WireCall {
                         request: m.request,
                         content_other: m.content_other,
                         timestamp_ms: m.timestamp_ms,
+                        parts: parts.iter().map(|p| (p.kind, p.bytes)).collect(),
                     }
                 })
                 .collect(),
@@ -186,6 +205,31 @@ impl WireCall {
                         is_error: t.is_error,
                     })
                     .collect()
+            })
+            .collect();
+        let parts: Vec<Vec<PartView>> = self
+            .messages
+            .iter()
+            .map(|m| {
+                m.parts
+                    .iter()
+                    .map(|&(kind, bytes)| PartView {
+                        kind,
+                        reserved: 0,
+                        bytes,
+                    })
+                    .collect()
+            })
+            .collect();
+        let lists: Vec<PartList> = parts
+            .iter()
+            .map(|p| PartList {
+                parts: if p.is_empty() {
+                    std::ptr::null()
+                } else {
+                    p.as_ptr()
+                },
+                len: p.len(),
             })
             .collect();
         let views: Vec<MessageView> = self
@@ -239,6 +283,7 @@ impl WireCall {
                 views.as_ptr()
             },
             messages_len: views.len(),
+            message_parts: lists.as_ptr(),
         };
         f(&call)
     }
@@ -610,5 +655,43 @@ fn plugin_message(e: Error) -> String {
     match e {
         Error::Plugin { message, .. } => message,
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WireCall;
+    use ctxlab_plugin_api::abi::{PART_TEXT, PART_THINKING, PART_TOOL_CALL};
+    use ctxlab_plugin_api::testing::{TestCall, TestMsg};
+    use ctxlab_plugin_api::{Call, PartKind};
+
+    /// What `Call::parts` gives for each message of a view.
+    fn parts(c: &Call<'_>) -> Vec<Option<Vec<(PartKind, Vec<u8>)>>> {
+        (0..c.len())
+            .map(|i| c.parts(i).map(|p| p.map(|(k, b)| (k, b.to_vec())).collect()))
+            .collect()
+    }
+
+    /// ABI 1.6: an isolated plugin is handed the same message parts as an in-process one.
+    #[test]
+    fn message_parts_cross_the_pipe() {
+        let call = TestCall::new(vec![
+            TestMsg::user("plain"),
+            TestMsg::assistant("").parts(&[
+                (PART_THINKING, "think"),
+                (PART_TEXT, ""),
+                (PART_TEXT, "two\nlines"),
+            ]),
+            TestMsg::tool_call("a", "read", "{}").parts(&[(PART_TOOL_CALL, "{}")]),
+        ]);
+        let (direct, wire) = call.with_view(|v| unsafe {
+            let c = Call::from_raw(v);
+            (parts(&c), serde_json::to_string(&WireCall::of(v)).unwrap())
+        });
+        assert_eq!(direct[0], None);
+        assert_eq!(direct[1].as_ref().map(|p| p.len()), Some(3));
+        let back: WireCall = serde_json::from_str(&wire).unwrap();
+        let crossed = back.with_view(|v| parts(&unsafe { Call::from_raw(v) }));
+        assert_eq!(crossed, direct);
     }
 }

@@ -114,6 +114,11 @@ pub(crate) struct Context<'a> {
     /// Tool views of appended messages. Its capacity is the agent's tool parts in the session,
     /// reserved up front, so it never reallocates and views may point into it.
     tool_arena: Vec<ToolView>,
+    /// ABI 1.6: `parts[i]` lists the parts of `views[i]` (empty for a summary or an edited
+    /// message, whose view has no FLAG_PARTS). The lists point into `part_arena`, whose
+    /// capacity is the agent's text parts in the session, reserved up front like `tool_arena`.
+    pub parts: Vec<PartList>,
+    part_arena: Vec<PartView>,
     /// Fact id → keys (ascending) of the entries that hold it verbatim.
     /// (A deque: compactions mostly remove a fact's oldest occurrences.)
     occurrences: Vec<VecDeque<u64>>,
@@ -285,6 +290,8 @@ impl<'a> Context<'a> {
             pinned,
             pairs: SpanTree::default(),
             tool_arena: Vec::with_capacity(prepared.tool_parts(a)),
+            parts: Vec::with_capacity(n),
+            part_arena: Vec::with_capacity(prepared.text_parts(a)),
             occurrences: Vec::new(),
             marks: Vec::new(),
             epoch: 0,
@@ -473,6 +480,42 @@ impl<'a> Context<'a> {
         let mut image_bytes = 0u64;
         let mut has_text = false;
         let mut owned_tools: Option<Vec<ToolView>> = None;
+        // ABI 1.6: the parts of its text, in order (images have none), in the arena whose
+        // capacity never moves; more parts than the session holds cannot happen, and would
+        // leave the message without FLAG_PARTS.
+        let parts_start = self.part_arena.len();
+        let text_parts = m
+            .parts
+            .iter()
+            .filter(|p| !matches!(p, Part::Image { .. }))
+            .count();
+        let part_list = if parts_start + text_parts <= self.part_arena.capacity() {
+            for p in &m.parts {
+                let (kind, bytes) = match p {
+                    Part::Text { text } => (PART_TEXT, text.len()),
+                    Part::Thinking { text } => (PART_THINKING, text.len()),
+                    Part::ToolCall { args, .. } => (PART_TOOL_CALL, args.len()),
+                    Part::ToolResult { content, .. } => (PART_TOOL_RESULT, content.len()),
+                    Part::Image { .. } => continue,
+                };
+                self.part_arena.push(PartView {
+                    kind,
+                    reserved: 0,
+                    bytes: bytes as u64,
+                });
+            }
+            flags |= FLAG_PARTS;
+            PartList {
+                parts: if text_parts == 0 {
+                    std::ptr::null()
+                } else {
+                    self.part_arena[parts_start..].as_ptr()
+                },
+                len: text_parts,
+            }
+        } else {
+            PartList::EMPTY
+        };
         for p in &m.parts {
             let view = match p {
                 Part::ToolCall { id, name, args } => {
@@ -624,6 +667,7 @@ impl<'a> Context<'a> {
             known_view,
         });
         self.views.push(view);
+        self.parts.push(part_list);
         let n = self.views.len();
         self.prefix.push(self.prefix[n - 1] + tokens);
         self.pinned
@@ -725,6 +769,7 @@ impl<'a> Context<'a> {
                     },
                 );
                 self.views.insert(s, view);
+                self.parts.insert(s, PartList::EMPTY);
                 self.rebuild_from(s);
             }
         }
@@ -751,6 +796,9 @@ impl<'a> Context<'a> {
             // An edited message's content is its new text.
             (v.content_ascii, v.content_other) = content_of(&text);
             v.flags |= FLAG_EDITED | FLAG_CONTENT;
+            // Its text is no longer its parts.
+            v.flags &= !FLAG_PARTS;
+            self.parts[i] = PartList::EMPTY;
             // Tool ids stay (pairs are intact); their bodies are now the edited text.
             let mut tools: Box<[ToolView]> = if v.tools_len == 0 {
                 Box::default()
@@ -893,6 +941,7 @@ impl<'a> Context<'a> {
             .collect();
         self.entries.drain(s..e);
         self.views.drain(s..e);
+        self.parts.drain(s..e);
         for (partner, gone) in outside {
             if let Some(p) = self.position(partner) {
                 let en = &mut self.entries[p];

@@ -434,6 +434,7 @@ impl<'s, 'o> Engine<'s, 'o> {
             assistant_turns: ctx.assistant_turns,
             messages: ctx.views.as_ptr(),
             messages_len: ctx.views.len(),
+            message_parts: ctx.parts.as_ptr(),
         }
     }
 

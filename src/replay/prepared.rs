@@ -42,6 +42,8 @@ struct Prep {
     answers: (u32, u32),
     /// Its tool calls and results.
     tool_parts: u32,
+    /// Its parts that have text (all but images): `MessageView` parts (ABI 1.6).
+    text_parts: u32,
 }
 
 /// The tool call a tool-result part answers, in the same agent: (message, part).
@@ -78,6 +80,8 @@ pub struct Prepared {
     agent_messages: Vec<usize>,
     /// Per agent: tool calls and results in its messages.
     tool_parts: Vec<usize>,
+    /// Per agent: parts with text (all but images) in its messages.
+    text_parts: Vec<usize>,
     /// False for `Prepared::counts`: no facts were scanned.
     with_facts: bool,
 }
@@ -112,6 +116,7 @@ impl Prepared {
             calls: Vec::new(),
             agent_messages: Vec::new(),
             tool_parts: Vec::new(),
+            text_parts: Vec::new(),
             with_facts,
         };
         p.grow(session, counter, &[]);
@@ -151,6 +156,7 @@ impl Prepared {
         if self.agent_messages.len() < agents {
             self.agent_messages.resize(agents, 0);
             self.tool_parts.resize(agents, 0);
+            self.text_parts.resize(agents, 0);
             self.calls.resize_with(agents, FxHashMap::default);
         }
         let mut facts = Facts::owning(std::mem::take(&mut self.facts));
@@ -161,6 +167,9 @@ impl Prepared {
             if let Some(t) = self.tool_parts.get_mut(a) {
                 *t = *t - self.prep[m].tool_parts as usize + p.tool_parts as usize;
             }
+            if let Some(t) = self.text_parts.get_mut(a) {
+                *t = *t - self.prep[m].text_parts as usize + p.text_parts as usize;
+            }
             self.prep[m] = p;
         }
         for m in old..session.messages.len() {
@@ -169,6 +178,7 @@ impl Prepared {
             if a < agents {
                 self.agent_messages[a] += 1;
                 self.tool_parts[a] += p.tool_parts as usize;
+                self.text_parts[a] += p.text_parts as usize;
             }
             self.prep.push(p);
         }
@@ -270,6 +280,11 @@ impl Prepared {
             },
             answers: (answers_start, self.answers.len() as u32),
             tool_parts,
+            text_parts: m
+                .parts
+                .iter()
+                .filter(|p| !matches!(p, Part::Image { .. }))
+                .count() as u32,
         }
     }
 
@@ -388,6 +403,11 @@ impl Prepared {
     /// Tool calls and results among agent `a`'s messages.
     pub(crate) fn tool_parts(&self, a: usize) -> usize {
         self.tool_parts.get(a).copied().unwrap_or(0)
+    }
+
+    /// Parts with text (all but images) among agent `a`'s messages.
+    pub(crate) fn text_parts(&self, a: usize) -> usize {
+        self.text_parts.get(a).copied().unwrap_or(0)
     }
 
     /// Messages of agent `a`.
@@ -528,6 +548,7 @@ mod tests {
             grown.update(&full, &Chars4, &[]).unwrap();
             assert_eq!(read(&grown, &full), read(&whole, &full), "cut at {cut}");
             assert_eq!(grown.tool_parts, whole.tool_parts);
+            assert_eq!(grown.text_parts, whole.text_parts);
             assert_eq!(grown.agent_messages, whole.agent_messages);
         }
     }

@@ -17,7 +17,9 @@
  *     constant (op kind, flag) is added. Fields are never removed or reordered. 1.1 added the
  *     sink's count_text, 1.2 CTXLAB_OP_ALLOW_SPLIT, 1.3 the message's content counts (in what
  *     was padding, flagged by CTXLAB_FLAG_CONTENT), 1.4 per-result CTXLAB_OP_MASK parts and larger
- *     literal summaries under CTXLAB_OP_ALLOW_SPLIT, 1.5 CTXLAB_OP_DROP_RESULTS. Set `size` to sizeof(ctxlab_plugin_table) as
+ *     literal summaries under CTXLAB_OP_ALLOW_SPLIT, 1.5 CTXLAB_OP_DROP_RESULTS, 1.6 the call's
+ *     message_parts (appended to ctxlab_call, read only for a message flagged
+ *     CTXLAB_FLAG_PARTS). Set `size` to sizeof(ctxlab_plugin_table) as
  *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
@@ -47,7 +49,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 5u
+#define CTXLAB_ABI_MINOR 6u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -86,6 +88,27 @@ typedef struct ctxlab_writer {
 #define CTXLAB_FLAG_IMAGE (1u << 7)       /* has at least one image */
 #define CTXLAB_FLAG_REQUEST (1u << 8)     /* opens a new user request */
 #define CTXLAB_FLAG_CONTENT (1u << 9)     /* ABI 1.3: content_ascii / content_other are set */
+#define CTXLAB_FLAG_PARTS (1u << 10)      /* ABI 1.6: the call's message_parts[i] describes it */
+
+/* ABI 1.6: kinds of a message's parts. */
+#define CTXLAB_PART_TEXT 0u
+#define CTXLAB_PART_THINKING 1u
+#define CTXLAB_PART_TOOL_CALL 2u   /* a tool call's arguments */
+#define CTXLAB_PART_TOOL_RESULT 3u /* a tool result's content */
+
+/* ABI 1.6: one part of a message's text. The text is its parts in order joined by one "\n"
+ * (images have no part): part k is the `bytes` bytes after part k-1 and its "\n". */
+typedef struct ctxlab_part {
+    uint32_t kind; /* CTXLAB_PART_* */
+    uint32_t reserved;
+    uint64_t bytes;
+} ctxlab_part;
+
+/* ABI 1.6: the parts of one message. */
+typedef struct ctxlab_part_list {
+    const ctxlab_part *parts;
+    size_t len;
+} ctxlab_part_list;
 
 /* One tool call (in an assistant message) or tool result (in a tool/user message). */
 typedef struct ctxlab_tool {
@@ -142,6 +165,9 @@ typedef struct ctxlab_call {
     uint64_t assistant_turns;            /* the agent's replies already in the context */
     const ctxlab_message *messages;
     size_t messages_len;
+    /* ABI 1.6: one entry per message; read entry i only when messages[i].flags has
+     * CTXLAB_FLAG_PARTS (a 1.5 host's ctxlab_call ends before this field). */
+    const ctxlab_part_list *message_parts;
 } ctxlab_call;
 
 /* Edit op kinds. */

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 5;
+pub const ABI_MINOR: u32 = 6;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -115,6 +115,43 @@ pub const FLAG_IMAGE: u32 = 1 << 7;
 pub const FLAG_REQUEST: u32 = 1 << 8;
 /// ABI 1.3: `content_ascii` / `content_other` are set (a 1.2 host leaves them as padding).
 pub const FLAG_CONTENT: u32 = 1 << 9;
+/// ABI 1.6: `CallView::message_parts` describes this message's parts (a 1.5 host leaves the flag
+/// clear, and its call view ends before that field: read it only for a message with this flag).
+pub const FLAG_PARTS: u32 = 1 << 10;
+
+/// ABI 1.6: kinds of a message's parts (`PartView::kind`).
+pub const PART_TEXT: u32 = 0;
+pub const PART_THINKING: u32 = 1;
+/// A tool call's arguments.
+pub const PART_TOOL_CALL: u32 = 2;
+/// A tool result's content.
+pub const PART_TOOL_RESULT: u32 = 3;
+
+/// ABI 1.6: one part of a message's `text`. The message's text is its parts, in order, joined by
+/// one "\n" (images have no text and no part): part `k` is the `bytes` bytes that follow part
+/// `k − 1` and its "\n". The tool parts are `tools`, in the same order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartView {
+    pub kind: u32,
+    pub reserved: u32,
+    pub bytes: u64,
+}
+
+/// ABI 1.6: the parts of one message.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PartList {
+    pub parts: *const PartView,
+    pub len: usize,
+}
+
+impl PartList {
+    pub const EMPTY: PartList = PartList {
+        parts: std::ptr::null(),
+        len: 0,
+    };
+}
 
 /// One tool call (in an assistant message) or tool result (in a tool/user message).
 #[repr(C)]
@@ -211,6 +248,10 @@ pub struct CallView {
     pub assistant_turns: u64,
     pub messages: *const MessageView,
     pub messages_len: usize,
+    /// ABI 1.6: one entry per message, in the same order: its parts. A message's entry is
+    /// meaningful only when its flags have `FLAG_PARTS` (an edited message, a summary: clear).
+    /// A 1.5 host's view ends before this field; no message then has the flag.
+    pub message_parts: *const PartList,
 }
 
 pub const OP_DROP: u32 = 0;
@@ -418,5 +459,21 @@ mod tests {
         assert_eq!(offset_of!(MessageView, request), 96);
         assert_eq!(offset_of!(MessageView, content_other), 100);
         assert_eq!(offset_of!(MessageView, timestamp_ms), 104);
+    }
+
+    /// ABI 1.6 appended `message_parts` to the call view: every 1.5 field keeps its offset, so a
+    /// plugin built for 1.5 reads the view it always read.
+    #[test]
+    fn the_call_view_only_grew_at_its_end() {
+        if size_of::<usize>() != 8 {
+            return;
+        }
+        assert_eq!(offset_of!(CallView, assistant_turns), 128);
+        assert_eq!(offset_of!(CallView, messages), 136);
+        assert_eq!(offset_of!(CallView, messages_len), 144);
+        assert_eq!(offset_of!(CallView, message_parts), 152);
+        assert_eq!(size_of::<CallView>(), 160);
+        assert_eq!(size_of::<PartView>(), 16);
+        assert_eq!(size_of::<PartList>(), 16);
     }
 }

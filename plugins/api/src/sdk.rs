@@ -150,6 +150,58 @@ impl<'a> Msg<'a> {
     }
 }
 
+/// The kind of a message part (ABI 1.6, `Call::parts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartKind {
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    /// A kind this SDK does not know (a newer host).
+    Other(u32),
+}
+
+/// The parts of one message and their bytes of its text (`Call::parts`). A part whose bytes
+/// would run past the text (a host bug) ends the iteration.
+#[derive(Clone)]
+pub struct Parts<'a> {
+    parts: &'a [PartView],
+    text: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Parts<'a> {
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = (PartKind, &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        let (p, rest) = self.parts.split_first()?;
+        self.parts = rest;
+        let end = self.at.checked_add(p.bytes as usize)?;
+        if end > self.text.len() {
+            self.parts = &[];
+            return None;
+        }
+        let bytes = &self.text[self.at..end];
+        self.at = end + 1;
+        let kind = match p.kind {
+            PART_TEXT => PartKind::Text,
+            PART_THINKING => PartKind::Thinking,
+            PART_TOOL_CALL => PartKind::ToolCall,
+            PART_TOOL_RESULT => PartKind::ToolResult,
+            k => PartKind::Other(k),
+        };
+        Some((kind, bytes))
+    }
+}
+
 /// The facts of one call and the agent's working context.
 #[derive(Clone, Copy)]
 pub struct Call<'a> {
@@ -237,6 +289,35 @@ impl<'a> Call<'a> {
     }
     pub fn msg(&self, i: usize) -> Msg<'a> {
         Msg(&self.msgs[i])
+    }
+    /// The parts of message `i` (ABI 1.6), in order, each with its kind and its bytes of the
+    /// message's text; `None` when the host does not describe them (a host older than 1.6, an
+    /// edited message, a summary: its text is then one part).
+    pub fn parts(&self, i: usize) -> Option<Parts<'a>> {
+        let m = &self.msgs[i];
+        if m.flags & FLAG_PARTS == 0 {
+            return None;
+        }
+        // SAFETY: a message flagged FLAG_PARTS comes from a 1.6 host, whose view holds
+        // `message_parts`, one entry per message, valid for the call (abi.rs).
+        let list = unsafe {
+            let raw: *const CallView = self.raw;
+            let table = std::ptr::addr_of!((*raw).message_parts).read();
+            if table.is_null() {
+                return None;
+            }
+            *table.add(i)
+        };
+        let parts: &'a [PartView] = if list.parts.is_null() || list.len == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(list.parts, list.len) }
+        };
+        Some(Parts {
+            parts,
+            text: unsafe { m.text.as_bytes() },
+            at: 0,
+        })
     }
     pub fn messages(&self) -> impl DoubleEndedIterator<Item = Msg<'a>> + ExactSizeIterator + 'a {
         self.msgs.iter().map(Msg)

@@ -29,6 +29,9 @@ pub struct TestMsg {
     /// The message's content as the host counts it (FLAG_CONTENT); `None`: the text, or nothing
     /// for a message making tool calls (its text is their arguments).
     pub content: Option<String>,
+    /// ABI 1.6: the message's parts as (kind, bytes of `text`) (`TestMsg::parts`); `None`: the
+    /// view does not describe them (no FLAG_PARTS).
+    pub parts: Option<Vec<PartView>>,
 }
 
 impl TestMsg {
@@ -45,6 +48,7 @@ impl TestMsg {
             image_bytes: 0,
             request: 0,
             content: None,
+            parts: None,
         }
     }
     pub fn system(text: &str) -> TestMsg {
@@ -105,6 +109,22 @@ impl TestMsg {
     /// text also holds thinking).
     pub fn content(mut self, c: &str) -> Self {
         self.content = Some(c.into());
+        self
+    }
+    /// The message is these parts (ABI 1.6): its text becomes them joined by "\n" and the view
+    /// describes them (FLAG_PARTS). Tool parts must match `tools` in order, as the host's do.
+    pub fn parts(mut self, parts: &[(u32, &str)]) -> Self {
+        self.text = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
+        self.parts = Some(
+            parts
+                .iter()
+                .map(|&(kind, t)| PartView {
+                    kind,
+                    reserved: 0,
+                    bytes: t.len() as u64,
+                })
+                .collect(),
+        );
         self
     }
     pub fn image(mut self, bytes: u64) -> Self {
@@ -196,7 +216,9 @@ impl TestCall {
             .map(|(i, (m, t))| MessageView {
                 id: if m.id == 0 { i as u64 + 1 } else { m.id },
                 role: m.role.to_abi(),
-                flags: m.flags | FLAG_CONTENT,
+                flags: m.flags
+                    | FLAG_CONTENT
+                    | if m.parts.is_some() { FLAG_PARTS } else { 0 },
                 agent: StrRef::new(&m.agent),
                 tokens: m.token_count(),
                 chars: m.text.chars().count() as u64,
@@ -209,6 +231,17 @@ impl TestCall {
                 content_ascii: content_counts(m).0,
                 content_other: content_counts(m).1,
                 timestamp_ms: i64::MIN,
+            })
+            .collect();
+        let parts: Vec<PartList> = self
+            .messages
+            .iter()
+            .map(|m| match &m.parts {
+                Some(p) => PartList {
+                    parts: p.as_ptr(),
+                    len: p.len(),
+                },
+                None => PartList::EMPTY,
             })
             .collect();
         let turns = self.assistant_turns.unwrap_or_else(|| {
@@ -234,6 +267,7 @@ impl TestCall {
             assistant_turns: turns,
             messages: views.as_ptr(),
             messages_len: views.len(),
+            message_parts: parts.as_ptr(),
         };
         f(&raw)
     }

@@ -623,6 +623,7 @@ fn duration_and_cost_limits_use_phi_core_wording() {
         assistant_turns: 0,
         messages: std::ptr::null(),
         messages_len: 0,
+        message_parts: std::ptr::null(),
     };
     let mut t = Tracker::default();
     let v0 = view(1_000_000, 0, 0);
