@@ -26,7 +26,7 @@ pub struct ReplayFlags {
     #[arg(long, default_value_t = 0)]
     reserve: u64,
     /// Token counter: heuristic, chars4, o200k, cl100k, or auto (o200k for logs of OpenAI
-    /// models, heuristic for the others).
+    /// and Grok models, heuristic for the others).
     #[arg(long, default_value = ctxlab::tokens::AUTO_COUNTER)]
     counter: String,
     /// Model table (windows and prices) instead of the user's or the built-in one.

@@ -12,7 +12,7 @@ pub struct Args {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Token counter for the estimates: heuristic, chars4, o200k, cl100k, or auto (o200k for
-    /// logs of OpenAI models, heuristic for the others).
+    /// logs of OpenAI and Grok models, heuristic for the others).
     #[arg(long, default_value = AUTO_COUNTER)]
     counter: String,
     /// One JSON document on stdout (schema in docs/cli.md) instead of tables.

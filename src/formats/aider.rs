@@ -7,6 +7,7 @@
 //! by aider (`3.7k`): the usage is as precise as the log. The repo map and file contents aider sends
 //! are not in the log; calibration accounts for them as overhead.
 
+use std::collections::{BTreeSet, HashMap};
 use std::io::BufRead;
 use std::path::Path;
 
@@ -40,7 +41,93 @@ struct Reader {
     plan: Option<String>,
     /// The agent of the exchange being read (the editor's, else the run's).
     current: Option<AgentIdx>,
+    /// The agent of the last call (an edit error's reflection goes back to it).
+    last_call: Option<AgentIdx>,
+    /// The file keeps aider's markdown line breaks (`"  "` ending its `>` and `####` lines):
+    /// only then does a `>` line without one open a quote of several lines.
+    breaks: bool,
+    /// Inside aider output of several lines (only its first line is quoted).
+    in_quote: bool,
+    /// `The LLM did not conform to the edit format.` was seen: the error aider sends back follows.
+    reflect_armed: bool,
+    /// The edit error being read, sent back to the model as a user message.
+    reflect: Option<Vec<String>>,
+    /// The previous quoted line: the subject of a confirmation prompt.
+    last_quote: String,
+    /// Files in the run's chat (`/add`, `Added … to the chat.`, mentions confirmed).
+    chat: BTreeSet<String>,
+    /// The content of each file as the log shows it whole (whole-file edits aider applied).
+    contents: HashMap<String, String>,
+    /// Whole files of the last reply, kept once aider says `Applied edit to` them.
+    pending: HashMap<String, String>,
+    /// Files added to the chat after the last reply mentioned them (aider asks again).
+    mentioned: Vec<String>,
+    /// Files in the chat whose content the log never shows.
+    unknown: BTreeSet<String>,
+    /// Per agent: its current conversation (where it starts, the message holding its chat files).
+    convs: HashMap<AgentIdx, Conv>,
 }
+
+#[derive(Default)]
+struct Conv {
+    start: MsgIdx,
+    files: Option<(MsgIdx, String)>,
+}
+
+/// Aider's fences (`coders/base_coder.py`, `all_fences`), longest opening first.
+const FENCES: [(&str, &str); 7] = [
+    ("````", "````"),
+    ("```", "```"),
+    ("<sourcecode>", "</sourcecode>"),
+    ("<source>", "</source>"),
+    ("<codeblock>", "</codeblock>"),
+    ("<code>", "</code>"),
+    ("<pre>", "</pre>"),
+];
+
+/// A path as aider prints it, with `/` separators (Windows logs print `backend\\app.py`).
+fn norm_path(p: &str) -> String {
+    p.trim()
+        .trim_matches(|c| c == '`' || c == '*')
+        .trim_end_matches(':')
+        .replace('\\', "/")
+}
+
+/// The whole files a reply writes (whole-file edit formats: the path on its own line, then the
+/// file in a fence); blocks holding SEARCH/REPLACE edits are not whole files.
+fn whole_files(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        let path = norm_path(lines[i]);
+        let open = lines[i + 1].trim_start();
+        let fence = FENCES.iter().find(|(o, _)| open.starts_with(o));
+        let is_path = !path.is_empty()
+            && path.len() < 256
+            && !path.contains(char::is_whitespace)
+            && !path.starts_with('#');
+        if let (Some((_, close)), true) = (fence, is_path) {
+            if let Some(end) = (i + 2..lines.len()).find(|&j| lines[j].trim() == *close) {
+                let body = &lines[i + 2..end];
+                if !body.iter().any(|l| l.starts_with("<<<<<<< SEARCH")) {
+                    let mut content = body.join("\n");
+                    content.push('\n');
+                    out.push((path, content));
+                }
+                i = end + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The commands aider runs itself; a `####` line opening an input with `/` is one of them (or
+/// an invalid one): aider sends none to the model but the message after `/ask`, `/code`,
+/// `/architect`, `/context` (`commands.py`, `Commands.run`).
+const MESSAGE_COMMANDS: [&str; 4] = ["/ask", "/code", "/architect", "/context"];
 
 /// Text compared line by line without the markdown line breaks (`"  "`) aider appends.
 fn same_text(a: &str, b: &str) -> bool {
@@ -82,6 +169,13 @@ impl Reader {
                 self.runs += 1;
                 let a = self.s.agent_index(&format!("run-{}", self.runs));
                 self.agent = Some(a);
+                self.convs.insert(
+                    a,
+                    Conv {
+                        start: self.s.messages.len(),
+                        files: None,
+                    },
+                );
                 a
             }
         }
@@ -91,7 +185,8 @@ impl Reader {
     /// v0.85.2): the architect's reply is sent to a new editor coder with `cur_messages` and
     /// `done_messages` emptied and no repo map, as its only message (aider logs it as a `####`
     /// message). So each editor call starts a fresh context: one editor agent per run, whose
-    /// earlier exchanges are behind a recorded compaction (trigger `new conversation`).
+    /// earlier exchanges are behind a recorded compaction (trigger `new conversation`). The
+    /// editor is made `from_coder` the architect: it is sent the architect's chat files.
     fn editor_turn(&mut self) -> AgentIdx {
         let run = self.agent();
         let editor = match self.editor {
@@ -119,20 +214,169 @@ impl Reader {
                 source: self.user_pos,
             });
         }
+        self.convs.insert(
+            editor,
+            Conv {
+                start: self.s.messages.len(),
+                files: None,
+            },
+        );
+        let pos = self.user_pos;
+        self.sync_files(editor, pos);
         editor
+    }
+
+    /// The chat files as aider sends them with every call (`get_chat_files_messages`: each
+    /// file's path and current content in a fence), for the files whose content the log shows;
+    /// `None` when there are none.
+    fn files_text(&mut self) -> Option<String> {
+        let mut out = String::new();
+        for f in &self.chat {
+            match self.contents.get(f) {
+                Some(c) => {
+                    out.push('\n');
+                    out.push_str(f);
+                    out.push_str("\n```\n");
+                    out.push_str(c);
+                    out.push_str("```\n");
+                }
+                None => {
+                    self.unknown.insert(f.clone());
+                }
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Brings `agent`'s chat files up to date before its call: aider places them after the
+    /// history (`format_chat_chunks`) with their content as it is now, so when a file changes
+    /// (the editor rewrote it) or joins the chat, the call is a new request: a compaction
+    /// (`chat files`, inferred: the log does not record it) after which the agent's history
+    /// since its conversation began is copied, with the files' current text in place of the old.
+    fn sync_files(&mut self, agent: AgentIdx, pos: SourcePos) {
+        let text = self.files_text();
+        let conv = self.convs.entry(agent).or_default();
+        let old = conv.files.take();
+        let start = conv.start;
+        match (old, text) {
+            (None, None) => {}
+            (Some((i, old)), Some(new)) if old == new => {
+                self.convs.entry(agent).or_default().files = Some((i, new));
+            }
+            (None, Some(new)) => {
+                let i = self.push_files(agent, new.clone(), pos);
+                self.convs.entry(agent).or_default().files = Some((i, new));
+            }
+            (Some((old_i, _)), new) => {
+                let at = self.s.messages.len();
+                self.s.compactions.push(RecordedCompaction {
+                    agent,
+                    at_message: at,
+                    trigger: "chat files".into(),
+                    pre_tokens: None,
+                    summary: None,
+                    kept_from: None,
+                    timestamp: self.ts,
+                    inferred: true,
+                    source: pos,
+                });
+                for i in start..at {
+                    if i != old_i && self.s.messages[i].agent == agent {
+                        let copy = self.s.messages[i].clone();
+                        self.s.messages.push(copy);
+                    }
+                }
+                let files = new.map(|t| (self.push_files(agent, t.clone(), pos), t));
+                let conv = self.convs.entry(agent).or_default();
+                conv.start = at;
+                conv.files = files;
+            }
+        }
+    }
+
+    fn push_files(&mut self, agent: AgentIdx, text: String, pos: SourcePos) -> MsgIdx {
+        let parts = vec![Part::Text { text }];
+        self.s.push_message(agent, Role::User, parts, self.ts, pos)
+    }
+
+    /// `/clear` (and `/reset`): aider empties the history (`done_messages`, `cur_messages`).
+    fn clear(&mut self, pos: SourcePos) {
+        let run = self.agent();
+        let at = self.s.messages.len();
+        let start = self.convs.get(&run).map_or(0, |c| c.start);
+        if self.s.messages[start.min(at)..]
+            .iter()
+            .any(|m| m.agent == run)
+        {
+            self.s.compactions.push(RecordedCompaction {
+                agent: run,
+                at_message: at,
+                trigger: "clear".into(),
+                pre_tokens: None,
+                summary: None,
+                kept_from: None,
+                timestamp: self.ts,
+                inferred: false,
+                source: pos,
+            });
+        }
+        self.convs.insert(
+            run,
+            Conv {
+                start: at,
+                files: None,
+            },
+        );
+    }
+
+    /// A `####` line opening an input with `/`: the command aider runs (`commands.py`).
+    fn command(&mut self, text: &str, pos: SourcePos) {
+        let (cmd, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let rest = rest.trim();
+        let files = || rest.split_whitespace().map(norm_path);
+        match cmd {
+            "/clear" => self.clear(pos),
+            "/reset" => {
+                self.clear(pos);
+                self.chat.clear();
+            }
+            "/add" => {
+                let add: Vec<String> = files().filter(|f| !f.contains('*')).collect();
+                self.chat.extend(add);
+            }
+            "/drop" if rest.is_empty() => self.chat.clear(),
+            "/drop" => {
+                for f in files().collect::<Vec<_>>() {
+                    self.chat.remove(&f);
+                }
+            }
+            c if MESSAGE_COMMANDS.contains(&c) && !rest.is_empty() => {
+                self.user_pos = pos;
+                self.user.push(rest.to_string());
+            }
+            _ => {}
+        }
     }
 
     /// The reply written since the last call; `None` when there is no text.
     fn flush_reply(&mut self) -> Option<MsgIdx> {
-        let text = std::mem::take(&mut self.reply).join("\n");
-        let text = text.trim();
-        if text.is_empty() {
+        if self.reply.iter().all(|l| l.trim().is_empty()) {
+            self.reply.clear();
             return None;
         }
         let agent = match self.current {
             Some(a) => a,
             None => self.agent(),
         };
+        self.flush_reply_of(agent)
+    }
+
+    fn flush_reply_of(&mut self, agent: AgentIdx) -> Option<MsgIdx> {
+        let text = std::mem::take(&mut self.reply).join("\n");
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
         let parts = vec![Part::Text {
             text: text.to_string(),
         }];
@@ -142,7 +386,51 @@ impl Reader {
         )
     }
 
+    /// The edit error read so far goes back to the model as a user message (aider's
+    /// `reflected_message`), to the agent whose reply failed.
+    fn end_reflect(&mut self, pos: SourcePos) {
+        self.in_quote = false;
+        let Some(lines) = self.reflect.take() else {
+            return;
+        };
+        let text = lines.join("\n").trim().to_string();
+        if text.is_empty() {
+            return;
+        }
+        self.flush_reply();
+        let agent = match self.last_call {
+            Some(a) => a,
+            None => self.agent(),
+        };
+        let parts = vec![Part::Text { text }];
+        self.s.push_message(agent, Role::User, parts, self.ts, pos);
+        self.current = Some(agent);
+    }
+
     fn line(&mut self, line: &str, pos: SourcePos) {
+        let has_break = line.ends_with("  ");
+        if self.in_quote {
+            if line.starts_with(RUN) || line.starts_with("####") || line.starts_with("> ") {
+                self.end_reflect(pos);
+            } else {
+                if let Some(r) = &mut self.reflect {
+                    r.push(line.trim_end().to_string());
+                }
+                if has_break {
+                    self.end_reflect(pos);
+                }
+                return;
+            }
+        }
+        // aider quotes its own output with `> ` (`append_chat_history`); a reply's own lines may
+        // start with `>` too (`>>>>>>> REPLACE`).
+        let quoted = line == ">" || line.starts_with("> ");
+        if has_break && (quoted || line.starts_with("####")) {
+            self.breaks = true;
+        }
+        if !quoted {
+            self.reflect_armed = false;
+        }
         if let Some(when) = line.strip_prefix(RUN) {
             self.flush_user();
             // A reply with no token line after it (an interrupted run) is still the agent's.
@@ -150,6 +438,10 @@ impl Reader {
             self.agent = None;
             (self.architect, self.editor, self.plan, self.current) = (false, None, None, None);
             self.editor_model = None;
+            self.last_call = None;
+            self.chat.clear();
+            self.mentioned.clear();
+            self.pending.clear();
             self.ts = parse_ms(when.trim());
             let a = self.agent();
             self.s.agents[a].name = format!("aider {}", when.trim());
@@ -157,20 +449,36 @@ impl Reader {
         }
         if let Some(text) = line.strip_prefix("####") {
             self.flush_reply();
+            let text = text.strip_prefix(' ').unwrap_or(text).trim_end();
+            if self.user.is_empty() && text.starts_with('/') {
+                self.command(text, pos);
+                return;
+            }
             if self.user.is_empty() {
                 self.user_pos = pos;
             }
-            self.user.push(
-                text.strip_prefix(' ')
-                    .unwrap_or(text)
-                    .trim_end()
-                    .to_string(),
-            );
+            self.user.push(text.to_string());
             return;
         }
-        if let Some(quoted) = line.strip_prefix('>') {
-            let q = quoted.trim();
-            if let Some(m) = q
+        if let Some(q) = line.strip_prefix('>').filter(|_| quoted) {
+            let q = q.trim();
+            // Output of several lines: aider quotes only the first (`append_chat_history`). Only
+            // between replies: within one, a `> ` line is the model's own markdown quote.
+            let multi = self.breaks && !has_break && self.reply.is_empty();
+            if self.reflect_armed && !q.starts_with("https://aider.chat/") && !q.is_empty() {
+                self.reflect_armed = false;
+                self.reflect = Some(vec![q.to_string()]);
+                if multi {
+                    self.in_quote = true;
+                } else {
+                    self.end_reflect(pos);
+                }
+                return;
+            }
+            self.in_quote = multi;
+            if q == "The LLM did not conform to the edit format." {
+                self.reflect_armed = true;
+            } else if let Some(m) = q
                 .strip_prefix("Main model:")
                 .or_else(|| q.strip_prefix("Model:"))
             {
@@ -183,7 +491,30 @@ impl Reader {
                 self.editor_model = m.split_whitespace().next().map(String::from);
             } else if let Some(t) = q.strip_prefix("Tokens:") {
                 self.call(t, pos);
+            } else if let Some(f) = q.strip_prefix("Applied edit to ") {
+                let f = norm_path(f);
+                if let Some(c) = self.pending.remove(&f) {
+                    self.contents.insert(f, c);
+                }
+            } else if let Some(f) = q
+                .strip_prefix("Added ")
+                .and_then(|r| r.strip_suffix(" to the chat."))
+                .filter(|f| !f.contains(" lines of output"))
+            {
+                self.chat.insert(norm_path(f));
+            } else if let Some(answer) = q
+                .strip_prefix("Add file to the chat?")
+                .and_then(|r| r.rsplit_once("]:"))
+                .map(|(_, a)| a.trim().to_ascii_lowercase())
+            {
+                // `check_for_file_mentions`: the subject is the line before.
+                if matches!(answer.as_str(), "" | "y" | "yes" | "a" | "all") {
+                    let f = norm_path(&self.last_quote);
+                    self.chat.insert(f.clone());
+                    self.mentioned.push(f);
+                }
             }
+            self.last_quote = q.to_string();
             return;
         }
         self.flush_user();
@@ -205,10 +536,22 @@ impl Reader {
             );
             return;
         };
-        let reply = self.flush_reply();
         let run = self.agent();
         let agent = self.current.take().unwrap_or(run);
         let editing = Some(agent) == self.editor;
+        if !editing {
+            if !self.mentioned.is_empty() {
+                // Files the reply mentioned were added: aider asks again, saying so.
+                let text = format!(
+                    "I added these files to the chat: {}",
+                    std::mem::take(&mut self.mentioned).join(", ")
+                );
+                let parts = vec![Part::Text { text }];
+                self.s.push_message(agent, Role::User, parts, self.ts, pos);
+            }
+            self.sync_files(agent, pos);
+        }
+        let reply = self.flush_reply_of(agent);
         self.s.calls.push(Call {
             agent,
             context_end: reply.unwrap_or(self.s.messages.len()),
@@ -223,6 +566,13 @@ impl Reader {
             request_id: None,
             source: pos,
         });
+        self.last_call = Some(agent);
+        self.pending = reply
+            .and_then(|r| match self.s.messages[r].parts.first() {
+                Some(Part::Text { text }) => Some(whole_files(text).into_iter().collect()),
+                _ => None,
+            })
+            .unwrap_or_default();
         if editing {
             // `move_back_cur_messages`: the architect's history gets this exchange instead of
             // the editor's.
@@ -298,6 +648,18 @@ pub fn read(path: &Path) -> Result<Session> {
         editor_model: None,
         plan: None,
         current: None,
+        last_call: None,
+        breaks: false,
+        in_quote: false,
+        reflect_armed: false,
+        reflect: None,
+        last_quote: String::new(),
+        chat: BTreeSet::new(),
+        contents: HashMap::new(),
+        pending: HashMap::new(),
+        mentioned: Vec::new(),
+        unknown: BTreeSet::new(),
+        convs: HashMap::new(),
     };
     let mut fix = super::utf8::Utf8Fix::default();
     loop {
@@ -320,8 +682,21 @@ pub fn read(path: &Path) -> Result<Session> {
             }
         }
     }
+    r.end_reflect(SourcePos::default());
     r.flush_user();
     r.flush_reply();
+    if !r.unknown.is_empty() {
+        let names: Vec<&str> = r.unknown.iter().map(String::as_str).collect();
+        let pos = SourcePos::default();
+        r.s.warn(
+            pos,
+            format!(
+                "the content of {} file(s) in the chat is not in the log (calibration's overhead holds it): {}",
+                names.len(),
+                names.join(", ")
+            ),
+        );
+    }
     fix.warn(&mut r.s, 0);
     let bytes = lines.bytes();
     drop(lines);

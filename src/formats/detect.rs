@@ -197,6 +197,9 @@ fn classify(o: &Map<String, Value>) -> Option<&'static str> {
     if claude_code::sniff(o) {
         return Some(claude_code::ID);
     }
+    if swe_agent::sniff(o) {
+        return Some(swe_agent::ID);
+    }
     if openai::sniff(o) {
         return Some(openai::ID);
     }

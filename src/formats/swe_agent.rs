@@ -187,3 +187,13 @@ pub(crate) fn sniff_head(head: &str) -> bool {
         || head.contains("\"mini_version\"")
         || head.contains("\"trajectory_format\"")
 }
+
+/// A whole trajectory on one line (written without indentation): mini-swe-agent's
+/// `trajectory_format` / `info.mini_version`, or SWE-agent's `environment` and `trajectory`. Its
+/// `messages` list would otherwise read as a chat-messages document, without the usage.
+pub(crate) fn sniff(o: &serde_json::Map<String, Value>) -> bool {
+    o.contains_key("trajectory_format")
+        || o.get("info")
+            .is_some_and(|i| i.get("mini_version").is_some())
+        || (o.contains_key("environment") && o.contains_key("trajectory"))
+}
