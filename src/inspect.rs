@@ -35,6 +35,10 @@ pub struct SessionReport {
     pub compactions: Vec<CompactionReport>,
     /// `None` when no call has both recorded usage and recorded messages.
     pub calibration: Option<Calibration>,
+    /// Names of the models of the calibration's per-model fits (`ModelFit::model` keys), for
+    /// agents whose calls ran on several models.
+    #[serde(default)]
+    pub model_names: Vec<(u32, String)>,
     pub warning_count: usize,
     /// The first [`FIRST_WARNINGS`] warnings.
     pub warnings: Vec<Warning>,
@@ -159,7 +163,7 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
             let r: RawContext = r.into();
             s.estimated_peak_context = s.estimated_peak_context.max(r.total());
             if let Some(c) = &calibration {
-                let predicted = c.predict_context(call.agent, r);
+                let predicted = c.predict_call(session, i, r);
                 s.calibrated_peak_context =
                     Some(s.calibrated_peak_context.unwrap_or(0).max(predicted));
             }
@@ -229,6 +233,20 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
         })
         .collect();
 
+    let model_names = calibration
+        .iter()
+        .flat_map(|c| &c.agents)
+        .flat_map(|a| &a.models)
+        .map(|m| {
+            let name = session
+                .calls
+                .get(m.model as usize)
+                .and_then(|c| session.call_model(c))
+                .unwrap_or("(no model)");
+            (m.model, name.to_string())
+        })
+        .collect();
+
     SessionReport {
         id: session.id.clone(),
         title: session.title.clone(),
@@ -243,6 +261,7 @@ pub fn summarize_prepared<R: Copy + Into<RawContext>>(
         agents,
         compactions,
         calibration,
+        model_names,
         warning_count: session.warnings.len(),
         warnings: session
             .warnings
@@ -373,6 +392,26 @@ impl SessionReport {
                     None => row.extend(["-", "-", "-", "0", "-", "-"].map(String::from)),
                 }
                 est.row(row);
+                // An agent that ran on several models: one fit per model, under it.
+                for m in fit.map_or(&[][..], |f| &f.models[..]) {
+                    let name = self
+                        .model_names
+                        .iter()
+                        .find(|(k, _)| *k == m.model)
+                        .map_or("?", |(_, n)| n.as_str());
+                    est.row(vec![
+                        format!("  on {name}"),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        fmt_tokens(m.fit.overhead.round() as u64),
+                        format!("{:.3}", m.fit.ratio),
+                        if m.own_fit { "own" } else { "session" }.to_string(),
+                        fmt_tokens(m.samples as u64),
+                        format!("{:.1} %", m.mean_ape),
+                        format!("{:.1} %", m.p95_ape),
+                    ]);
+                }
             }
             out.push_str(&est.render());
             match &self.calibration {

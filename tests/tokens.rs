@@ -157,6 +157,7 @@ fn calibration_recovers_overhead_and_ratio_from_noisy_calls() {
             recorded,
             known: 0,
             whole: false,
+            model: 0,
         });
     }
     let c = calibrate(&samples).unwrap();

@@ -185,10 +185,12 @@ impl<'s, 'o> Engine<'s, 'o> {
         predict_in(&self.contexts[a], fit, raw)
     }
 
-    fn fit(&self, agent: AgentIdx) -> Fit {
+    /// The fit call `ci` is predicted with: its agent's, or its agent's for the call's model
+    /// when the agent ran on several (`Calibration::fit_for_call`).
+    fn fit(&self, ci: usize) -> Fit {
         self.opts
             .calibration
-            .map_or(Fit::IDENTITY, |c| c.fit_for(agent))
+            .map_or(Fit::IDENTITY, |c| c.fit_for_call(self.session, ci))
     }
 
     fn fail(&self, call: usize, reason: impl Into<String>) -> Error {
@@ -333,7 +335,7 @@ impl<'s, 'o> Engine<'s, 'o> {
     /// goes, except the summary and the messages kept verbatim.
     fn recorded_compaction(&mut self, ci: usize, a: AgentIdx, c: usize) {
         let keep = recorded_keep(self.session, c);
-        let fit = self.fit(a);
+        let fit = self.fit(ci);
         let price = self.price(&self.session.calls[ci]);
         let predicted_before = self.predict(a, fit, self.contexts[a].total_tokens());
         let ctx = &mut self.contexts[a];
@@ -408,7 +410,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let a = call.agent;
         let ctx = &self.contexts[a];
         let st = &self.agents[a];
-        let fit = self.fit(a);
+        let fit = self.fit(ci);
         CallView {
             agent: StrRef::new(&self.session.agents[a].id),
             call_index: ci as u64,
@@ -463,7 +465,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let session = self.session;
         let call = &session.calls[ci];
         let a = call.agent;
-        let fit = self.fit(a);
+        let fit = self.fit(ci);
         let price = self.price(call);
         let (needed, lower, upper) = self.recall(ci, &plan);
         let ctx = &self.contexts[a];

@@ -896,6 +896,69 @@ mod tests {
         assert_eq!(*probe::SEEN.lock().unwrap(), vec![0, 150, 170, 0]);
     }
 
+    /// An agent that switches model mid-session is replayed with each call's model's fit: the
+    /// calibrated input of every call matches what was recorded, which one line through both
+    /// models cannot do.
+    #[test]
+    fn a_call_is_predicted_with_the_fit_of_its_model() {
+        let mut s = SessionBuilder::new();
+        let a = s.agent("main");
+        s.msg(a, Role::User, "q".repeat(400));
+        let mut calls = Vec::new();
+        for i in 0..10u64 {
+            s.msg(a, Role::Assistant, "r".repeat(400 + 40 * i as usize));
+            s.msg(a, Role::User, "u".repeat(800));
+            let c = s.call(a);
+            // Calls 4..7 run a skill on another model (another tokenizer, same system prompt).
+            let model = if (4..8).contains(&i) { "haiku" } else { "opus" };
+            s.session.calls[c].model = Some(model.into());
+            calls.push(c);
+        }
+        let raw: Vec<u64> = recorded_raw_tokens(&s.session, &Chars4)
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
+        for &c in &calls {
+            let (overhead, ratio) = if s.session.calls[c].model.as_deref() == Some("haiku") {
+                (3_000.0, 0.8)
+            } else {
+                (3_000.0, 1.5)
+            };
+            s.session.calls[c].usage = Some(crate::model::Usage {
+                input: (overhead + ratio * raw[c] as f64).round() as u64,
+                ..Default::default()
+            });
+        }
+        let cal = crate::tokens::calibrate_session(&s.session, &Chars4).unwrap();
+        let fits = &cal.agent(a).unwrap().models;
+        assert_eq!(fits.len(), 2, "{cal:?}");
+        assert!((cal.fit_for_call(&s.session, calls[5]).ratio - 0.8).abs() < 1e-3);
+        assert!((cal.fit_for_call(&s.session, calls[9]).ratio - 1.5).abs() < 1e-3);
+        let mut opts = ReplayOptions::new(std::sync::Arc::new(Chars4));
+        opts.calibration = Some(cal.clone());
+        opts.budget = Some(Budget {
+            context_window: 10_000_000,
+            max_output: 0,
+            reserve: 0,
+        });
+        let run = run(&s.session, StrategySpec::Recorded, &opts).unwrap();
+        for x in &run.samples {
+            let rec = x.recorded.unwrap().context_tokens();
+            assert!(
+                x.input_tokens.abs_diff(rec) <= 1,
+                "call {}: {} vs {rec}",
+                x.call,
+                x.input_tokens
+            );
+        }
+        assert!(cal.mean_ape < 0.01, "{}", cal.mean_ape);
+        let report = crate::inspect::summarize(&s.session, &Chars4).to_text();
+        assert!(
+            report.contains("on haiku") && report.contains("on opus"),
+            "{report}"
+        );
+    }
+
     #[test]
     fn usage_only_sessions_have_no_raw_tokens() {
         let mut s = SessionBuilder::new();

@@ -11,6 +11,11 @@
 //! absolute percentage error of that prediction is the session's *fidelity*: how far to trust a
 //! what-if replay of it.
 //!
+//! An agent whose calls ran on more than one model (a skill running on haiku inside an opus
+//! session) gets one fit per model: the models' tokenizers differ, so one ratio through both
+//! bends to neither (`ModelFit`; the rule for fewer than [`MIN_AGENT_SAMPLES`] calls is the
+//! agent's, applied to each model's calls).
+//!
 //! The fit is in-sample (the same calls fit and score it): the figure says how well one overhead
 //! and one ratio explain the session, which is what a replay of the same session relies on.
 
@@ -41,6 +46,11 @@ pub struct CallSample {
     /// the fit's overhead is the counter's bias on the fixed part and may be negative.
     #[serde(default)]
     pub whole: bool,
+    /// The call's model, as the index of the first call of the session that ran on it
+    /// (`Session::call_model`; `u32::MAX` when neither the call nor its agent names one). Calls
+    /// of one agent with different keys get a fit per model.
+    #[serde(default)]
+    pub model: u32,
 }
 
 /// `predicted = overhead + ratio · raw`.
@@ -88,6 +98,24 @@ pub struct AgentFit {
     pub mean_ape: f64,
     /// 95th percentile (nearest rank) absolute percentage error, in percent.
     pub p95_ape: f64,
+    /// One fit per model when the agent's calls ran on several (empty otherwise); `fit` is then
+    /// the line through all its calls, used for a call whose model has no entry here.
+    #[serde(default)]
+    pub models: Vec<ModelFit>,
+}
+
+/// The fit of one agent's calls on one model, when the agent ran on several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelFit {
+    /// `CallSample::model`: the first call of the session that ran on this model (its name is
+    /// `Session::call_model` of that call).
+    pub model: u32,
+    pub fit: Fit,
+    /// As `AgentFit::own_fit`, for this model's calls of the agent.
+    pub own_fit: bool,
+    pub samples: usize,
+    pub mean_ape: f64,
+    pub p95_ape: f64,
 }
 
 /// Overhead and ratio per agent, with the error of the calibrated prediction.
@@ -122,6 +150,37 @@ impl Calibration {
     pub fn predict_context(&self, agent: AgentIdx, c: RawContext) -> u64 {
         self.fit_for(agent).predict_known(c.counted, c.known)
     }
+
+    /// The fit for call `ci` of `session` (the session this calibration was fitted on): its
+    /// agent's fit for the call's model when the agent ran on several, else its agent's.
+    pub fn fit_for_call(&self, session: &Session, ci: usize) -> Fit {
+        let Some(call) = session.calls.get(ci) else {
+            return self.session;
+        };
+        let Some(a) = self.agent(call.agent) else {
+            return self.session;
+        };
+        if a.models.is_empty() {
+            return a.fit;
+        }
+        let name = session.call_model(call);
+        a.models
+            .iter()
+            .find(|m| {
+                let first = session.calls.get(m.model as usize);
+                match first {
+                    Some(first) => session.call_model(first) == name,
+                    None => name.is_none(),
+                }
+            })
+            .map_or(a.fit, |m| m.fit)
+    }
+
+    /// Calibrated context tokens of call `ci` of `session` with this recorded context.
+    pub fn predict_call(&self, session: &Session, ci: usize, c: RawContext) -> u64 {
+        self.fit_for_call(session, ci)
+            .predict_known(c.counted, c.known)
+    }
 }
 
 /// Calibrates `counter` on a session: counts each call's recorded context (the replay engine's
@@ -138,12 +197,27 @@ pub fn samples<R: Copy + Into<RawContext>>(
     session: &Session,
     raw: &[Option<R>],
 ) -> Vec<CallSample> {
+    // The first call of each model name: the model's key.
+    let mut first: Vec<(Option<&str>, u32)> = Vec::new();
     session
         .calls
         .iter()
         .zip(raw)
         .enumerate()
         .filter_map(|(call, (c, raw))| {
+            let name = session.call_model(c);
+            let model = match first.iter().find(|(n, _)| *n == name) {
+                Some(&(_, k)) => k,
+                None => {
+                    let k = if name.is_some() {
+                        call as u32
+                    } else {
+                        u32::MAX
+                    };
+                    first.push((name, k));
+                    k
+                }
+            };
             let raw: RawContext = (*raw)?.into();
             Some(CallSample {
                 call,
@@ -152,6 +226,7 @@ pub fn samples<R: Copy + Into<RawContext>>(
                 recorded: c.usage?.context_tokens(),
                 known: raw.known,
                 whole: session.whole_requests,
+                model,
             })
         })
         .collect()
@@ -167,10 +242,34 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
     // A negative overhead only fits calls that hold their whole request.
     let signed = samples.iter().all(|s| s.whole);
     let session = least_squares(&samples, signed);
-    let mut agent_ids: Vec<AgentIdx> = samples.iter().map(|s| s.agent).collect();
-    agent_ids.sort_unstable();
+    // The groups a line is fitted to: each agent, or each (agent, model) of an agent that ran
+    // on several models.
+    let mut groups: Vec<(AgentIdx, u32)> = samples.iter().map(|s| (s.agent, s.model)).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let mut agent_ids: Vec<AgentIdx> = groups.iter().map(|g| g.0).collect();
     agent_ids.dedup();
-    let small_ratio = within_agent_ratio(&samples, &agent_ids).unwrap_or(session.ratio);
+    let mut split_agents: Vec<AgentIdx> = groups
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[0].0)
+        .collect();
+    split_agents.dedup();
+    let split = |a: AgentIdx| split_agents.binary_search(&a).is_ok();
+    let group_of = |s: &CallSample| (s.agent, if split(s.agent) { s.model } else { 0 });
+    let mut keys: Vec<(AgentIdx, u32)> = samples.iter().map(group_of).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let small_ratio = within_group_ratio(&samples, &keys, &group_of).unwrap_or(session.ratio);
+    // One group's fit: its own line with enough calls, else the within-group ratio and its own
+    // overhead.
+    let fit_group = |own: &[CallSample]| -> (Fit, bool) {
+        if own.len() >= MIN_AGENT_SAMPLES {
+            (least_squares(own, signed), true)
+        } else {
+            (own_overhead(own, small_ratio, signed), false)
+        }
+    };
 
     let mut all_errors = Vec::with_capacity(samples.len());
     let agents = agent_ids
@@ -181,13 +280,32 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
                 .copied()
                 .filter(|s| s.agent == agent)
                 .collect();
-            let own_fit = own.len() >= MIN_AGENT_SAMPLES;
-            let fit = if own_fit {
-                least_squares(&own, signed)
+            let (fit, own_fit) = fit_group(&own);
+            let mut models = Vec::new();
+            let mut errors: Vec<f64> = Vec::with_capacity(own.len());
+            if split(agent) {
+                let mut keys: Vec<u32> = own.iter().map(|s| s.model).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                for model in keys {
+                    let mine: Vec<CallSample> =
+                        own.iter().copied().filter(|s| s.model == model).collect();
+                    let (mfit, mown) = fit_group(&mine);
+                    let mut e: Vec<f64> = mine.iter().map(|s| ape(mfit, s)).collect();
+                    errors.extend_from_slice(&e);
+                    let (mean_ape, p95_ape) = mean_and_p95(&mut e);
+                    models.push(ModelFit {
+                        model,
+                        fit: mfit,
+                        own_fit: mown,
+                        samples: mine.len(),
+                        mean_ape,
+                        p95_ape,
+                    });
+                }
             } else {
-                own_overhead(&own, small_ratio, signed)
-            };
-            let mut errors: Vec<f64> = own.iter().map(|s| ape(fit, s)).collect();
+                errors.extend(own.iter().map(|s| ape(fit, s)));
+            }
             all_errors.extend_from_slice(&errors);
             let (mean_ape, p95_ape) = mean_and_p95(&mut errors);
             AgentFit {
@@ -197,6 +315,7 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
                 samples: own.len(),
                 mean_ape,
                 p95_ape,
+                models,
             }
         })
         .collect();
@@ -210,14 +329,19 @@ pub fn calibrate(samples: &[CallSample]) -> Option<Calibration> {
     })
 }
 
-/// One ratio for every agent, each with its own overhead: the least-squares slope of the calls
-/// about their agent's means (agents' system prompts differ, so one line through all calls
-/// mixes their overheads into the slope: 0.45 on the ADK capture, whose planner alone fits 0.90).
-/// `None` when no agent's calls vary or the slope is not positive.
-fn within_agent_ratio(samples: &[CallSample], agents: &[AgentIdx]) -> Option<f64> {
+/// One ratio for every group (an agent, or an agent's calls on one model), each with its own
+/// overhead: the least-squares slope of the calls about their group's means (agents' system
+/// prompts differ, so one line through all calls mixes their overheads into the slope: 0.45 on
+/// the ADK capture, whose planner alone fits 0.90). `None` when no group's calls vary or the
+/// slope is not positive.
+fn within_group_ratio(
+    samples: &[CallSample],
+    groups: &[(AgentIdx, u32)],
+    group_of: &dyn Fn(&CallSample) -> (AgentIdx, u32),
+) -> Option<f64> {
     let (mut sxx, mut sxy) = (0.0, 0.0);
-    for &a in agents {
-        let own = samples.iter().filter(|s| s.agent == a);
+    for &g in groups {
+        let own = samples.iter().filter(|s| group_of(s) == g);
         let n = own.clone().count() as f64;
         let mean_x = own.clone().map(|s| s.raw as f64).sum::<f64>() / n;
         let mean_y = own.clone().map(target).sum::<f64>() / n;
@@ -333,6 +457,7 @@ mod tests {
             recorded,
             known: 0,
             whole: false,
+            model: 0,
         }
     }
 
@@ -415,6 +540,67 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_on_two_models_gets_a_fit_per_model() {
+        // One agent, one system prompt (4,000 tokens), two tokenizers: opus reads 1.2 provider
+        // tokens per counted token, haiku (a skill, calls 6..10) 0.9; and a third model with 2
+        // calls only, whose own overhead goes with the within-group ratio.
+        let mut s: Vec<_> = (0..6)
+            .map(|i| {
+                let raw = 10_000 + 3_000 * i as u64;
+                sample(i, 0, raw, 4_000 + raw * 6 / 5)
+            })
+            .collect();
+        for i in 6..11 {
+            let raw = 2_000 + 1_000 * i as u64;
+            s.push(CallSample {
+                model: 6,
+                ..sample(i, 0, raw, 3_600 + raw * 9 / 10)
+            });
+        }
+        for (i, raw) in [(11, 30_000), (12, 31_000)] {
+            s.push(CallSample {
+                model: 11,
+                ..sample(i, 0, raw, 50_000)
+            });
+        }
+        let c = calibrate(&s).unwrap();
+        let a = c.agent(0).unwrap();
+        assert_eq!(a.models.len(), 3, "{a:?}");
+        let opus = &a.models[0];
+        let haiku = &a.models[1];
+        let third = &a.models[2];
+        assert_eq!((opus.model, haiku.model, third.model), (0, 6, 11));
+        assert!(opus.own_fit && haiku.own_fit && !third.own_fit);
+        assert!((opus.fit.ratio - 1.2).abs() < 1e-9, "{:?}", opus.fit);
+        assert!((opus.fit.overhead - 4_000.0).abs() < 1e-6);
+        assert!((haiku.fit.ratio - 0.9).abs() < 1e-9, "{:?}", haiku.fit);
+        assert!((haiku.fit.overhead - 3_600.0).abs() < 1e-6);
+        assert_eq!((opus.samples, haiku.samples, third.samples), (6, 5, 2));
+        // The third model's two calls: its own overhead, the ratio of the lines within groups.
+        let within = third.fit.ratio;
+        assert!(within > 0.9 && within < 1.2, "{within}");
+        assert!(third.mean_ape < 1.5, "{}", third.mean_ape);
+        assert!(opus.mean_ape < 1e-9 && haiku.mean_ape < 1e-9);
+        // One line through the agent's calls (what it had before) misses both models.
+        let one = calibrate(
+            &s.iter()
+                .map(|x| CallSample { model: 0, ..*x })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(one.agent(0).unwrap().models.is_empty());
+        assert!(one.mean_ape > 5.0, "{}", one.mean_ape);
+        assert!(
+            c.mean_ape < one.mean_ape / 5.0,
+            "{} vs {}",
+            c.mean_ape,
+            one.mean_ape
+        );
+        // The agent's own line (all its calls) stays, for calls of a model with no fit.
+        assert!(a.own_fit && a.samples == 13);
+    }
+
+    #[test]
     fn known_tokens_are_added_as_recorded_not_fitted() {
         // recorded = 3000 overhead + 1.5 · counted + known: the fit must find 1.5, not a ratio
         // bent by the known part.
@@ -429,6 +615,7 @@ mod tests {
                     recorded: 3000 + raw * 3 / 2 + known,
                     known,
                     whole: false,
+                    model: 0,
                 }
             })
             .collect();

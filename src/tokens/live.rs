@@ -88,12 +88,12 @@ impl LiveCounts {
     pub fn estimates(&self, session: &Session) -> Vec<Option<u64>> {
         self.contexts
             .iter()
-            .zip(&session.calls)
-            .map(|(r, c)| {
+            .enumerate()
+            .map(|(i, r)| {
                 r.map(|t| {
                     self.calibration
                         .as_ref()
-                        .map_or(t.total(), |k| k.predict_context(c.agent, t))
+                        .map_or(t.total(), |k| k.predict_call(session, i, t))
                 })
             })
             .collect()

@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use crate::model::{Message, Part};
 
-pub use calibrate::{calibrate, calibrate_session, AgentFit, Calibration, CallSample, Fit};
+pub use calibrate::{
+    calibrate, calibrate_session, AgentFit, Calibration, CallSample, Fit, ModelFit,
+};
 pub use chars4::Chars4;
 #[cfg(feature = "exact")]
 pub use exact::{Exact, Vocabulary};
