@@ -239,9 +239,6 @@ struct CompactMeta<'a> {
     pre_tokens: Count,
     #[serde(rename = "preservedSegment", borrow, default)]
     preserved: Option<PreservedSegment<'a>>,
-    /// Tools loaded on demand before the compaction: their schemas stay after it.
-    #[serde(rename = "preCompactDiscoveredTools", default)]
-    discovered_tools: Option<Vec<serde::de::IgnoredAny>>,
 }
 
 #[derive(Deserialize)]
@@ -489,9 +486,9 @@ fn attachment_text(a: &serde_json::Value) -> Option<(String, u64)> {
         return Some((text, 0));
     }
     let fixed = match kind {
+        "queued_command" => QUEUED_COMMAND_TOKENS,
         "file"
         | "compact_file_reference"
-        | "queued_command"
         | "skill_listing"
         | "hook_success"
         | "hook_additional_context"
@@ -604,17 +601,26 @@ struct Response {
 /// of hidden thinking when the log has no final usage (docs/tokens.md, "Hidden thinking").
 pub const THINKING_TOKENS_PER_SIGNATURE_CHAR: f64 = 0.28;
 
-/// Tokens of one tool schema loaded on demand (a `tool_reference` block of a ToolSearch result,
-/// or a tool in `compactMetadata.preCompactDiscoveredTools`): the step in recorded input at
-/// the call after such a result, about 1.0k–1.8k per tool on the real 2.1.112 log
-/// (docs/tokens.md, "Claude Code").
-pub const TOOL_SCHEMA_TOKENS: u64 = 1_300;
+/// Tokens of one tool schema loaded on demand (a `tool_reference` block of a ToolSearch result):
+/// the step in recorded input at the call after such a result, less the reply's recorded output,
+/// on the real 2.1.112 log's three ToolSearch results with nothing else new: 2,970 for TaskCreate,
+/// TaskUpdate and TaskList, 1,830 for Monitor, 2,180 for TaskUpdate and WebFetch; 6,980 for 6
+/// tools (docs/tokens.md, "Claude Code").
+pub const TOOL_SCHEMA_TOKENS: u64 = 1_150;
 
 /// The fixed text of an empty task / todo reminder attachment (its items, when it has any,
 /// are counted as text besides): measured as the step in recorded input at the calls after one
 /// with nothing else new (2.1.112: +377 for `task_reminder`; 2.1.121: +170 for `todo_reminder`).
 pub const TASK_REMINDER_TOKENS: u64 = 300;
 pub const TODO_REMINDER_TOKENS: u64 = 170;
+
+/// What a `queued_command` attachment (a task notification, or a prompt typed while the agent
+/// worked) costs beyond its prompt's text: Claude Code sends it wrapped (`wrapCommandText` and a
+/// system reminder), and the notification's IDs and paths cost more per character than the
+/// counter's scale. Measured on claude-code_posthog-impact's 170 task notifications as the
+/// constant of the steps in recorded input at calls whose new content is notifications and tool
+/// results (102–105 per notification beside 1.73–1.81 per counted token; docs/tokens.md).
+pub const QUEUED_COMMAND_TOKENS: u64 = 100;
 
 /// Which earlier thinking a model keeps in its context (`data/thinking.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -685,8 +691,6 @@ struct AgentState {
     by_id: HashMap<String, Response>,
     /// The compaction waiting for its summary message.
     pending_compaction: Option<usize>,
-    /// Tools loaded on demand before that compaction (their schemas stay).
-    discovered_tools: u64,
     /// The agent's latest reply: entries of its `message.id` continue it.
     last_reply: Option<MsgIdx>,
     /// `message.id`s met again after another response (warned, each read as a new call).
@@ -909,15 +913,12 @@ impl FileSink<'_> {
         let mut parts = Vec::new();
         let unseen = push_blocks(m.content, &mut parts);
         let is_summary = e.is_compact_summary == Some(true);
-        let state = self.f.agents.entry(agent).or_default();
-        // Tool schemas loaded on demand stay loaded: a compaction's summary carries those
-        // loaded before it (`preCompactDiscoveredTools`).
-        let tools = unseen.tool_references
-            + if is_summary {
-                std::mem::take(&mut state.discovered_tools)
-            } else {
-                0
-            };
+        // Tool schemas loaded on demand are in the context from the result that loads them until
+        // a compaction drops that result: `compactMetadata.preCompactDiscoveredTools` names the
+        // tools loaded before it, but their schemas are not sent again after it (measured on
+        // claude-code_posthog-impact, docs/tokens.md "Claude Code": carrying them bent its fit
+        // to 4.4 % mean error; without them 0.9 %).
+        let tools = unseen.tool_references;
         let mi = self.s.messages.len();
         self.s.messages.push(Message {
             agent,
@@ -1023,10 +1024,6 @@ impl FileSink<'_> {
         });
         let state = self.f.agents.entry(agent).or_default();
         state.pending_compaction = Some(self.s.compactions.len() - 1);
-        state.discovered_tools = meta
-            .as_ref()
-            .and_then(|m| m.discovered_tools.as_ref())
-            .map_or(0, |t| t.len() as u64);
     }
 }
 
