@@ -748,6 +748,81 @@ fn managed_agents_search_results_and_reply_sizes() {
     assert!(c[1].counted > 300, "the search results are counted: {c:?}");
 }
 
+/// A managed agent is given its outcome's rubric with the description, the grader's explanation
+/// before its next call, and the images its tools return.
+#[test]
+fn managed_agents_rubric_grader_feedback_and_images() {
+    let rubric = "Grade each criterion independently. ".repeat(30);
+    let feedback = "An independent grader found one gap: the boundary section. ".repeat(10);
+    let png = "iVBORw0KGgo".repeat(400);
+    let lines = vec![
+        ma_event(
+            serde_json::json!({"type": "user.define_outcome", "description": "audit the paper",
+            "rubric": {"type": "text", "content": rubric}}),
+        ),
+        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s1"})),
+        ma_event(
+            serde_json::json!({"type": "agent.tool_use", "id": "t1", "name": "read",
+            "input": {"file_path": "/w/fig.png"}}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s1",
+            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0, "output_tokens": 60}}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "agent.tool_result", "tool_use_id": "t1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]}),
+        ),
+        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s2"})),
+        ma_event(
+            serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "done"}]}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s2",
+            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 1300, "cache_read_input_tokens": 5000, "output_tokens": 5}}),
+        ),
+        ma_event(serde_json::json!({"type": "span.outcome_evaluation_start", "iteration": 0})),
+        ma_event(
+            serde_json::json!({"type": "span.outcome_evaluation_end", "iteration": 0,
+            "result": "satisfied", "explanation": feedback}),
+        ),
+        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s3"})),
+        ma_event(
+            serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "fixing"}]}),
+        ),
+        ma_event(
+            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s3",
+            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 6300, "output_tokens": 5}}),
+        ),
+    ];
+    let s = load("transcript.jsonl", &lines);
+    assert_eq!(s.calls.len(), 3);
+    let Part::Text { text } = &s.messages[0].parts[0] else {
+        panic!("{:?}", s.messages[0])
+    };
+    assert!(
+        text.starts_with("audit the paper") && text.contains(rubric.trim()),
+        "{text}"
+    );
+    let result = &s.messages[2];
+    assert!(
+        matches!(result.parts[1], Part::Image { bytes, .. } if bytes == 3300),
+        "{:?}",
+        result.parts
+    );
+    let grader = s
+        .messages
+        .iter()
+        .find(|m| m.flags.injected)
+        .expect("the grader's explanation");
+    assert!(matches!(&grader.parts[0], Part::Text { text } if text == &feedback));
+    let c = contexts(&s);
+    // The rubric is most of the first call; the image and the explanation reach the next ones.
+    assert!(c[0].counted > 250, "{c:?}");
+    assert!(c[1].counted > c[0].counted + 700, "the image: {c:?}");
+    assert!(c[2].counted > c[1].counted + 120, "the explanation: {c:?}");
+}
+
 /// At a request Cline optimizes (the previous total reached its limit, known from the lowest
 /// total that preceded a new deleted range), every earlier read of a file is replaced by Cline's
 /// notice, the last read kept, even without a truncation.

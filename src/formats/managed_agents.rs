@@ -4,8 +4,10 @@
 //! A model call runs from `span.model_request_start` to `span.model_request_end` (whose
 //! `model_usage` is the call's usage); the agent events between them (`agent.message`,
 //! `agent.tool_use`) are its reply. `agent.tool_result` and the user's events
-//! (`user.message`, `user.define_outcome`) are what reaches the context next. Thinking events carry
-//! no text and are left out; session and outcome-evaluation events are bookkeeping.
+//! (`user.message`, `user.define_outcome` with its rubric) are what reaches the context next, and
+//! so is an outcome evaluation's `explanation` (the grader's feedback, sent to the agent before its
+//! next call), with the images a tool result returns. Thinking events carry no text and are left
+//! out; session events and the other outcome-evaluation events are bookkeeping.
 
 use std::path::Path;
 
@@ -47,6 +49,18 @@ impl Sink {
             None => self.reply = Some(self.push(Role::Assistant, vec![part], ts, pos)),
         }
     }
+}
+
+/// An `image` content block with a base64 source, as an image part of its decoded size.
+fn image(b: &Value) -> Option<Part> {
+    if b["type"].as_str() != Some("image") {
+        return None;
+    }
+    let src = &b["source"];
+    Some(Part::Image {
+        media_type: src["media_type"].as_str().unwrap_or("").to_string(),
+        bytes: src["data"].as_str().map_or(0, super::de::base64_len),
+    })
 }
 
 fn blocks_text(v: &Value) -> String {
@@ -150,20 +164,49 @@ impl JsonSink for Sink {
                     .or_else(|| raw["mcp_tool_use_id"].as_str())
                     .unwrap_or("")
                     .to_string();
-                let part = Part::ToolResult {
+                let mut parts = vec![Part::ToolResult {
                     call_id,
                     content: blocks_text(&raw["content"]),
                     is_error: raw["is_error"].as_bool().unwrap_or(false),
-                };
-                self.push(Role::Tool, vec![part], ts, pos);
+                }];
+                // An image the tool returned (a `read` of a PNG): the model reads it (on the
+                // real open-hai stream one 2240×448 figure is a 1.3k step in recorded input).
+                parts.extend(
+                    raw["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(image),
+                );
+                self.push(Role::Tool, parts, ts, pos);
             }
             "user.message" => {
                 let text = blocks_text(&raw["content"]);
                 self.push(Role::User, vec![Part::Text { text }], ts, pos);
             }
             "user.define_outcome" => {
-                let text = s("description");
+                // The agent is given the outcome's description and its rubric (the first call
+                // of the real open-hai stream recorded 1.5k more than the description alone:
+                // its 3.6k-character rubric).
+                let mut text = s("description");
+                let rubric = match &raw["rubric"] {
+                    Value::String(r) => r.clone(),
+                    r => blocks_text(&r["content"]),
+                };
+                if !rubric.is_empty() {
+                    text.push_str("\n\n");
+                    text.push_str(&rubric);
+                }
                 self.push(Role::User, vec![Part::Text { text }], ts, pos);
+            }
+            "span.outcome_evaluation_end" => {
+                // The grader's explanation reaches the agent before its next call (open-hai:
+                // a 1.5k step in recorded input with nothing else new).
+                let text = s("explanation");
+                if !text.is_empty() {
+                    let m = self.push(Role::User, vec![Part::Text { text }], ts, pos);
+                    self.s.messages[m].flags.injected = true;
+                }
             }
             _ => {}
         }

@@ -141,18 +141,17 @@ impl WireCall {
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
-                    let parts: &[PartView] = if m.flags & FLAG_PARTS == 0
-                        || c.message_parts.is_null()
-                    {
-                        &[]
-                    } else {
-                        let l = *c.message_parts.add(i);
-                        if l.parts.is_null() || l.len == 0 {
+                    let parts: &[PartView] =
+                        if m.flags & FLAG_PARTS == 0 || c.message_parts.is_null() {
                             &[]
                         } else {
-                            std::slice::from_raw_parts(l.parts, l.len)
-                        }
-                    };
+                            let l = *c.message_parts.add(i);
+                            if l.parts.is_null() || l.len == 0 {
+                                &[]
+                            } else {
+                                std::slice::from_raw_parts(l.parts, l.len)
+                            }
+                        };
                     let tools: &[ToolView] = if m.tools.is_null() || m.tools_len == 0 {
                         &[]
                     } else {
@@ -668,7 +667,10 @@ mod tests {
     /// What `Call::parts` gives for each message of a view.
     fn parts(c: &Call<'_>) -> Vec<Option<Vec<(PartKind, Vec<u8>)>>> {
         (0..c.len())
-            .map(|i| c.parts(i).map(|p| p.map(|(k, b)| (k, b.to_vec())).collect()))
+            .map(|i| {
+                c.parts(i)
+                    .map(|p| p.map(|(k, b)| (k, b.to_vec())).collect())
+            })
             .collect()
     }
 
