@@ -350,8 +350,8 @@ fn a_given_budget_the_log_contradicts_is_warned_about() {
 
 // (mean %, p95 %) each log reaches today.
 const HOLD_OPEN_HAI: (f64, f64) = (0.5, 3.5);
-const HOLD_CLINE_CARD: (f64, f64) = (1.7, 6.3);
-const HOLD_CLINE_XRAY: (f64, f64) = (1.3, 4.9);
+const HOLD_CLINE_CARD: (f64, f64) = (0.7, 2.6);
+const HOLD_CLINE_XRAY: (f64, f64) = (1.1, 3.8);
 const HOLD_MINI_SWE: (f64, f64) = (0.2, 0.5);
 const HOLD_OPENCODE: (f64, f64) = (0.8, 3.5);
 const HOLD_GEMINI_CLI: (f64, f64) = (0.3, 0.5);
@@ -379,7 +379,9 @@ fn anthropic_managed_agents_events() {
     );
 }
 
-/// Cline exports: online-card-architecture is near target (p95 above it). xray has only its UI
+/// Cline exports. Each reply weighs its request's recorded output (`tokensOut`: hidden thinking
+/// and the tool-call markup the model wrote): online-card-architecture 1.6 / 6.2 % (ratio 1.23,
+/// its first calls 6–9 % over) → 0.6 / 2.5 %, xray 1.2 / 4.9 % → 1.0 / 3.8 %. xray has only its UI
 /// log: the deleted ranges stamped on its events are Cline's truncations, and at each point where
 /// Cline optimizes its context it replaced every earlier read of a file by a notice
 /// (`ContextManager.applyContextOptimizations`), one of them with no truncation (167,668 →
@@ -400,7 +402,7 @@ fn cline_exports() {
         HOLD_CLINE_XRAY.0,
         HOLD_CLINE_XRAY.1,
         // The first calls after its truncations and its deduplication.
-        6.0,
+        4.4,
     );
 }
 

@@ -694,6 +694,49 @@ fn cline_ui_log_deleted_range_is_a_truncation() {
     assert!(c[4].counted < 100, "{c:?}");
 }
 
+/// Each Cline request's `tokensOut` is its reply's size (hidden thinking and tool-call markup
+/// included), from the conversation history or from the UI log alone.
+#[test]
+fn cline_reply_weighs_its_recorded_output() {
+    let events = [
+        cline_say(1, -1, None, "task"),
+        cline_req(2, -1, None, "<task>do it</task>", 1000),
+        cline_say(3, 0, None, "first reply"),
+        cline_req(4, 1, None, "next", 2000),
+        cline_say(5, 2, None, "second reply"),
+        cline_req(6, 3, None, "again", 3000),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let ui = dir.path().join("ui_messages.json");
+    std::fs::write(&ui, format!("[{}]", events.join(","))).unwrap();
+    let s = ctxlab::formats::load(&ui).unwrap().remove(0);
+    let c = contexts(&s);
+    assert_eq!(c.len(), 3);
+    assert_eq!((c[0].known, c[1].known, c[2].known), (0, 50, 100), "{c:?}");
+    // With the history beside it, the history's replies weigh the same.
+    let msg = |role: &str, text: &str| serde_json::json!({"role": role, "content": [{"type": "text", "text": text}]});
+    let history = serde_json::json!([
+        msg("user", "<task>do it</task>"),
+        msg(
+            "assistant",
+            "first reply, with a long <write_to_file> the output counted"
+        ),
+        msg("user", "next"),
+        msg("assistant", "second reply"),
+        msg("user", "again"),
+        msg("assistant", "third reply"),
+    ]);
+    std::fs::write(
+        dir.path().join("api_conversation_history.json"),
+        history.to_string(),
+    )
+    .unwrap();
+    let s = ctxlab::formats::load(dir.path()).unwrap().remove(0);
+    let c = contexts(&s);
+    assert_eq!(c.len(), 3);
+    assert_eq!((c[0].known, c[1].known, c[2].known), (0, 50, 100), "{c:?}");
+}
+
 // ---------------------------------------------------------------- Anthropic managed agents
 
 fn ma_event(raw: serde_json::Value) -> String {

@@ -342,6 +342,11 @@ fn from_history(
             let c = &calls[k];
             used += 1;
             let usage = recorded(s, &c.usage, pos);
+            // The request's `tokensOut` is its final output: the reply weighs it (hidden
+            // thinking included), as every reader with final usage does.
+            if let (true, Some(u)) = (j == last, usage) {
+                s.messages[mi].flags.recorded_tokens = Some(u.output);
+            }
             s.calls.push(Call {
                 agent,
                 context_end: mi,
@@ -674,6 +679,11 @@ fn close(s: &mut Session, reply: &mut Option<MsgIdx>) {
     if let (Some(r), Some(c)) = (reply.take(), s.calls.last_mut()) {
         if c.reply.is_none() {
             c.reply = Some(r);
+            // Its request's final output is the reply's size (the UI events show its text,
+            // not its thinking's full size nor the tool-call markup the model wrote).
+            if let Some(u) = c.usage {
+                s.messages[r].flags.recorded_tokens = Some(u.output);
+            }
         }
     }
 }
