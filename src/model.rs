@@ -178,6 +178,13 @@ pub struct MessageFlags {
     /// parts as tool schemas (`replay::Kind::Tools`).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub tool_schemas: u32,
+    /// This message takes the place of an earlier message of its agent, which leaves the
+    /// context when this one arrives, in every run (the recorded baseline and every strategy):
+    /// content the agent re-sends with each call in its current state rather than as history
+    /// (aider's chat files, sent with their current content). Ignored when that message is not
+    /// in the context (a strategy already dropped or summarized it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<MsgIdx>,
 }
 
 fn is_false(b: &bool) -> bool {

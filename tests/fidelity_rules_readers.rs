@@ -28,7 +28,8 @@ fn text(m: &ctxlab::model::Message) -> String {
 }
 
 /// The texts of call `i`'s context: its agent's messages since its last recorded compaction
-/// (these logs' compactions keep nothing). Checked against what the replay engine counts.
+/// (these logs' compactions keep nothing), less those a later one replaced. Checked against
+/// what the replay engine counts.
 fn context(s: &Session, i: usize) -> Vec<String> {
     let c = &s.calls[i];
     let from = s
@@ -42,9 +43,14 @@ fn context(s: &Session, i: usize) -> Vec<String> {
         .max()
         .unwrap_or(0);
     let counter = tokens::counter("heuristic").unwrap();
-    let msgs: Vec<_> = (from..c.context_end)
+    let mine: Vec<_> = (from..c.context_end)
         .filter(|&m| s.messages[m].agent == c.agent)
         .collect();
+    let replaced: Vec<_> = mine
+        .iter()
+        .filter_map(|&m| s.messages[m].flags.replaces)
+        .collect();
+    let msgs: Vec<_> = mine.into_iter().filter(|m| !replaced.contains(m)).collect();
     let want: u64 = msgs
         .iter()
         .map(|&m| counter.count_message(&s.messages[m]))
@@ -199,10 +205,25 @@ fn aider_chat_files_carry_their_applied_whole_file_content() {
             .count(),
         1
     );
-    assert!(s
-        .compactions
-        .iter()
-        .any(|c| c.trigger == "chat files" && c.inferred));
+    // The new text takes the old one's place: no compaction, nothing copied.
+    let files: Vec<usize> = (0..s.messages.len())
+        .filter(|&i| text(&s.messages[i]).starts_with("\nhello.py\n```"))
+        .collect();
+    assert_eq!(
+        files.len(),
+        3,
+        "the architect's two versions and the editor's"
+    );
+    assert_eq!(s.messages[files[2]].flags.replaces, Some(files[0]));
+    assert!(s.compactions.iter().all(|c| c.agent != s.calls[5].agent));
+    // Every run sees it so: with no strategy at all, the old content has left.
+    let o = replay::ReplayOptions::new(tokens::counter("heuristic").unwrap());
+    let none = replay::run(&s, replay::StrategySpec::None, &o).unwrap();
+    let recorded = replay::run(&s, replay::StrategySpec::Recorded, &o).unwrap();
+    assert_eq!(
+        none.samples[5].raw_tokens, recorded.samples[5].raw_tokens,
+        "the architect's last call"
+    );
     // A file whose content the log never shows is named in a warning.
     let s = load(
         HISTORY,

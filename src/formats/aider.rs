@@ -74,6 +74,9 @@ struct Conv {
     files: Option<(MsgIdx, String)>,
 }
 
+/// What stands for the chat files once none whose content is known is left.
+const NO_FILES: &str = "No files are in the chat.";
+
 /// Aider's fences (`coders/base_coder.py`, `all_fences`), longest opening first.
 const FENCES: [(&str, &str); 7] = [
     ("````", "````"),
@@ -214,6 +217,13 @@ impl Reader {
                 source: self.user_pos,
             });
         }
+        // Each conversation is sent the files afresh; the last one's files leave (for a run
+        // that does not follow the log's fresh contexts).
+        let before = self
+            .convs
+            .get(&editor)
+            .and_then(|c| c.files.as_ref())
+            .map(|f| f.0);
         self.convs.insert(
             editor,
             Conv {
@@ -223,6 +233,9 @@ impl Reader {
         );
         let pos = self.user_pos;
         self.sync_files(editor, pos);
+        if let Some((now, _)) = self.convs.get(&editor).and_then(|c| c.files.as_ref()) {
+            self.s.messages[*now].flags.replaces = before;
+        }
         editor
     }
 
@@ -250,53 +263,26 @@ impl Reader {
 
     /// Brings `agent`'s chat files up to date before its call: aider places them after the
     /// history (`format_chat_chunks`) with their content as it is now, so when a file changes
-    /// (the editor rewrote it) or joins the chat, the call is a new request: a compaction
-    /// (`chat files`, inferred: the log does not record it) after which the agent's history
-    /// since its conversation began is copied, with the files' current text in place of the old.
+    /// (the editor rewrote it) or joins the chat, the new text takes the old one's place
+    /// (`MessageFlags::replaces`): it is not history. With no file left whose content is known,
+    /// a short note takes its place (aider then sends a line saying no file is shared).
     fn sync_files(&mut self, agent: AgentIdx, pos: SourcePos) {
         let text = self.files_text();
         let conv = self.convs.entry(agent).or_default();
         let old = conv.files.take();
-        let start = conv.start;
-        match (old, text) {
-            (None, None) => {}
-            (Some((i, old)), Some(new)) if old == new => {
-                self.convs.entry(agent).or_default().files = Some((i, new));
+        let files = match (old, text) {
+            (None, None) => None,
+            (Some((i, old)), Some(new)) if old == new => Some((i, new)),
+            (old, new) => {
+                let replaces = old.map(|(i, _)| i);
+                let new = new.unwrap_or_else(|| NO_FILES.to_string());
+                let parts = vec![Part::Text { text: new.clone() }];
+                let i = self.s.push_message(agent, Role::User, parts, self.ts, pos);
+                self.s.messages[i].flags.replaces = replaces;
+                Some((i, new))
             }
-            (None, Some(new)) => {
-                let i = self.push_files(agent, new.clone(), pos);
-                self.convs.entry(agent).or_default().files = Some((i, new));
-            }
-            (Some((old_i, _)), new) => {
-                let at = self.s.messages.len();
-                self.s.compactions.push(RecordedCompaction {
-                    agent,
-                    at_message: at,
-                    trigger: "chat files".into(),
-                    pre_tokens: None,
-                    summary: None,
-                    kept_from: None,
-                    timestamp: self.ts,
-                    inferred: true,
-                    source: pos,
-                });
-                for i in start..at {
-                    if i != old_i && self.s.messages[i].agent == agent {
-                        let copy = self.s.messages[i].clone();
-                        self.s.messages.push(copy);
-                    }
-                }
-                let files = new.map(|t| (self.push_files(agent, t.clone(), pos), t));
-                let conv = self.convs.entry(agent).or_default();
-                conv.start = at;
-                conv.files = files;
-            }
-        }
-    }
-
-    fn push_files(&mut self, agent: AgentIdx, text: String, pos: SourcePos) -> MsgIdx {
-        let parts = vec![Part::Text { text }];
-        self.s.push_message(agent, Role::User, parts, self.ts, pos)
+        };
+        self.convs.entry(agent).or_default().files = files;
     }
 
     /// `/clear` (and `/reset`): aider empties the history (`done_messages`, `cur_messages`).

@@ -435,7 +435,7 @@ impl<'a> Context<'a> {
     }
 
     /// Position of session message `m`, while it is in the context as itself (not summarized).
-    fn position_of_message(&self, m: MsgIdx) -> Option<usize> {
+    pub(crate) fn position_of_message(&self, m: MsgIdx) -> Option<usize> {
         self.position(m as u64)
             .filter(|&p| self.entries[p].msg == Some(m))
     }

@@ -322,6 +322,22 @@ impl<'s, 'o> Engine<'s, 'o> {
     }
 
     fn append(&mut self, a: AgentIdx, m: MsgIdx) {
+        // A message that takes an earlier one's place (`MessageFlags::replaces`): the agent's own
+        // state, so the earlier one leaves in every run, and the cache breaks where it stood.
+        if let Some(old) = self.session.messages[m].flags.replaces {
+            let ctx = &mut self.contexts[a];
+            if let Some(p) = ctx.position_of_message(old) {
+                ctx.apply(
+                    p,
+                    p + 1,
+                    Replacement::Nothing,
+                    &mut self.next_id,
+                    &mut self.facts,
+                );
+                let st = &mut self.agents[a];
+                st.diverged_at = st.diverged_at.min(p);
+            }
+        }
         let st = &mut self.agents[a];
         for &f in self.prepared.indexed_of(m) {
             st.seen.insert(f);

@@ -959,6 +959,35 @@ mod tests {
         );
     }
 
+    /// `MessageFlags::replaces`: the earlier message leaves when its replacement arrives, in the
+    /// recorded baseline and with no strategy alike; the messages around it stay.
+    #[test]
+    fn a_replacing_message_takes_the_earlier_ones_place_in_every_run() {
+        let mut s = SessionBuilder::new();
+        let a = s.agent("main");
+        s.msg(a, Role::User, "q".repeat(40)); // 10 + 4
+        let files = s.msg(a, Role::User, "f".repeat(400)); // 100 + 4
+        s.msg(a, Role::Assistant, "r".repeat(8)); // 2 + 4
+        s.call(a);
+        s.msg(a, Role::User, "n".repeat(4)); // 1 + 4
+        let newer = s.msg(a, Role::User, "g".repeat(800)); // 200 + 4
+        s.session.messages[newer].flags.replaces = Some(files);
+        s.call(a);
+        let want = 14 + 6 + 5 + 204;
+        assert_eq!(
+            recorded_raw_tokens(&s.session, &Chars4),
+            vec![Some(124), Some(want)]
+        );
+        let mut opts = ReplayOptions::new(std::sync::Arc::new(Chars4));
+        opts.budget = Some(Budget {
+            context_window: 100_000,
+            max_output: 0,
+            reserve: 0,
+        });
+        let none = run(&s.session, StrategySpec::None, &opts).unwrap();
+        assert_eq!(none.samples[1].raw_tokens, want);
+    }
+
     #[test]
     fn usage_only_sessions_have_no_raw_tokens() {
         let mut s = SessionBuilder::new();
