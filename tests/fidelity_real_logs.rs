@@ -476,3 +476,53 @@ fn aider_histories() {
         4.0,
     );
 }
+
+/// Aider prints `sent` rounded (`format_tokens`: exact below 1k, to 0.1k below 10k, to 1k
+/// above), so a call of 10–15k is recorded ±500 (3.3–5 %) and the log alone cannot tell a 4 %
+/// error from none. Measured as the distance to the interval the printed figure stands for,
+/// pocketflow is within target: 1.3 % mean, 2.3 % p95 (one call is far: the estimate is 51 %
+/// over its first, which had no repo map); afi-core 2.1 / 15.9 % (its unlogged repo map and
+/// chat files).
+#[test]
+fn aider_beyond_its_own_rounding() {
+    for (rel, counter, mean, p95) in [
+        (
+            "aider_pocketflow-text2sql-gui/.aider.chat.history.md",
+            "heuristic",
+            1.4,
+            2.4,
+        ),
+        ("aider_afi-core/.aider.chat.history.md", "o200k", 2.2, 16.0),
+    ] {
+        let s = load(rel).remove(0);
+        let counter = tokens::counter(counter).unwrap();
+        let mut o = ReplayOptions::new(counter.clone());
+        o.calibration = tokens::calibrate_session(&s, counter.as_ref());
+        o.budget = Some(replay::Budget {
+            context_window: 10_000_000,
+            max_output: 0,
+            reserve: 0,
+        });
+        let run = replay::run(&s, StrategySpec::Recorded, &o).unwrap();
+        let mut errors: Vec<f64> = run
+            .samples
+            .iter()
+            .filter_map(|x| {
+                let rec = x.recorded.map(|u| u.context_tokens()).filter(|&r| r > 0)?;
+                let half = match rec {
+                    0..=999 => 0,
+                    1_000..=9_999 => 50,
+                    _ => 500,
+                };
+                let (lo, hi) = (rec.saturating_sub(half), rec + half);
+                let off = lo.saturating_sub(x.input_tokens) + x.input_tokens.saturating_sub(hi);
+                Some(off as f64 / rec as f64 * 100.0)
+            })
+            .collect();
+        let m = errors.iter().sum::<f64>() / errors.len() as f64;
+        errors.sort_by(f64::total_cmp);
+        let p = errors[(0.95 * errors.len() as f64).ceil() as usize - 1];
+        eprintln!("{rel}: beyond its rounding, mean {m:.2} %, p95 {p:.2} %");
+        assert!(m <= mean && p <= p95, "{rel}: {m:.2} / {p:.2} %");
+    }
+}
