@@ -95,9 +95,11 @@ fn hold(rel: &str, counter: &str, mean: f64, p95: f64, after: f64) {
     );
 }
 
-/// The first call after its compaction stays 26.6 % under: Claude Code 2.1.37 re-attaches the
-/// plan file and the files read last (up to 5, 5k tokens each) without logging them, and the log
-/// shows only parts of those files, so their size is not in the log to reconstruct.
+/// The first call after its compaction stays 26.6 % under (9.3k tokens): Claude Code 2.1.37
+/// re-attaches the plan file and the files read last (up to 5, 5k tokens each) without logging
+/// them, and the log shows only parts of those files, each edited after its last full read, so
+/// their text is not in the log to reconstruct (docs/tokens.md has the evidence: their line
+/// counts size them at ~9.3k).
 #[test]
 fn claude_code_2_1_37_streaming_snapshots() {
     hold(
