@@ -66,12 +66,17 @@ struct Reader {
     unknown: BTreeSet<String>,
     /// Per agent: its current conversation (where it starts, the message holding its chat files).
     convs: HashMap<AgentIdx, Conv>,
+    /// Bumped whenever the chat's files or a file's content change: a call whose agent synced
+    /// at this revision has its files already (their text is not rebuilt for every call).
+    files_rev: u64,
 }
 
 #[derive(Default)]
 struct Conv {
     start: MsgIdx,
     files: Option<(MsgIdx, String)>,
+    /// `files_rev + 1` when the files were last brought up to date (0: never).
+    synced: u64,
 }
 
 /// What stands for the chat files once none whose content is known is left.
@@ -101,17 +106,28 @@ fn norm_path(p: &str) -> String {
 fn whole_files(text: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
+    // A fence with no closing line after some point has none after any later point either:
+    // searched once (a reply of many unclosed fences stays linear).
+    let mut unclosed = [false; FENCES.len()];
     let mut i = 0;
     while i + 1 < lines.len() {
         let path = norm_path(lines[i]);
         let open = lines[i + 1].trim_start();
-        let fence = FENCES.iter().find(|(o, _)| open.starts_with(o));
+        let fence = FENCES
+            .iter()
+            .position(|(o, _)| open.starts_with(o))
+            .filter(|&f| !unclosed[f])
+            .map(|f| (f, FENCES[f]));
         let is_path = !path.is_empty()
             && path.len() < 256
             && !path.contains(char::is_whitespace)
             && !path.starts_with('#');
-        if let (Some((_, close)), true) = (fence, is_path) {
-            if let Some(end) = (i + 2..lines.len()).find(|&j| lines[j].trim() == *close) {
+        if let (Some((f, (_, close))), true) = (fence, is_path) {
+            let end = (i + 2..lines.len()).find(|&j| lines[j].trim() == close);
+            if end.is_none() {
+                unclosed[f] = true;
+            }
+            if let Some(end) = end {
                 let body = &lines[i + 2..end];
                 if !body.iter().any(|l| l.starts_with("<<<<<<< SEARCH")) {
                     let mut content = body.join("\n");
@@ -177,6 +193,7 @@ impl Reader {
                     Conv {
                         start: self.s.messages.len(),
                         files: None,
+                        synced: 0,
                     },
                 );
                 a
@@ -229,6 +246,7 @@ impl Reader {
             Conv {
                 start: self.s.messages.len(),
                 files: None,
+                synced: 0,
             },
         );
         let pos = self.user_pos;
@@ -267,6 +285,10 @@ impl Reader {
     /// (`MessageFlags::replaces`): it is not history. With no file left whose content is known,
     /// a short note takes its place (aider then sends a line saying no file is shared).
     fn sync_files(&mut self, agent: AgentIdx, pos: SourcePos) {
+        let rev = self.files_rev + 1;
+        if self.convs.get(&agent).is_some_and(|c| c.synced == rev) {
+            return;
+        }
         let text = self.files_text();
         let conv = self.convs.entry(agent).or_default();
         let old = conv.files.take();
@@ -282,7 +304,9 @@ impl Reader {
                 Some((i, new))
             }
         };
-        self.convs.entry(agent).or_default().files = files;
+        let conv = self.convs.entry(agent).or_default();
+        conv.files = files;
+        conv.synced = rev;
     }
 
     /// `/clear` (and `/reset`): aider empties the history (`done_messages`, `cur_messages`).
@@ -311,6 +335,7 @@ impl Reader {
             Conv {
                 start: at,
                 files: None,
+                synced: 0,
             },
         );
     }
@@ -325,16 +350,22 @@ impl Reader {
             "/reset" => {
                 self.clear(pos);
                 self.chat.clear();
+                self.files_rev += 1;
             }
             "/add" => {
                 let add: Vec<String> = files().filter(|f| !f.contains('*')).collect();
                 self.chat.extend(add);
+                self.files_rev += 1;
             }
-            "/drop" if rest.is_empty() => self.chat.clear(),
+            "/drop" if rest.is_empty() => {
+                self.chat.clear();
+                self.files_rev += 1;
+            }
             "/drop" => {
                 for f in files().collect::<Vec<_>>() {
                     self.chat.remove(&f);
                 }
+                self.files_rev += 1;
             }
             c if MESSAGE_COMMANDS.contains(&c) && !rest.is_empty() => {
                 self.user_pos = pos;
@@ -426,6 +457,7 @@ impl Reader {
             self.editor_model = None;
             self.last_call = None;
             self.chat.clear();
+            self.files_rev += 1;
             self.mentioned.clear();
             self.pending.clear();
             self.ts = parse_ms(when.trim());
@@ -481,6 +513,7 @@ impl Reader {
                 let f = norm_path(f);
                 if let Some(c) = self.pending.remove(&f) {
                     self.contents.insert(f, c);
+                    self.files_rev += 1;
                 }
             } else if let Some(f) = q
                 .strip_prefix("Added ")
@@ -488,6 +521,7 @@ impl Reader {
                 .filter(|f| !f.contains(" lines of output"))
             {
                 self.chat.insert(norm_path(f));
+                self.files_rev += 1;
             } else if let Some(answer) = q
                 .strip_prefix("Add file to the chat?")
                 .and_then(|r| r.rsplit_once("]:"))
@@ -497,6 +531,7 @@ impl Reader {
                 if matches!(answer.as_str(), "" | "y" | "yes" | "a" | "all") {
                     let f = norm_path(&self.last_quote);
                     self.chat.insert(f.clone());
+                    self.files_rev += 1;
                     self.mentioned.push(f);
                 }
             }
@@ -646,6 +681,7 @@ pub fn read(path: &Path) -> Result<Session> {
         mentioned: Vec::new(),
         unknown: BTreeSet::new(),
         convs: HashMap::new(),
+        files_rev: 0,
     };
     let mut fix = super::utf8::Utf8Fix::default();
     loop {
@@ -723,5 +759,20 @@ mod tests {
         assert_eq!(parse_count("1,234"), Some(1234));
         assert_eq!(parse_count("2.5M"), Some(2_500_000));
         assert!(parse_tokens("lots sent").is_none());
+    }
+
+    #[test]
+    fn whole_files_of_a_reply() {
+        let reply = "Here they are.\n\nsrc\\a.py\n```python\nx = 1\n```\n\nb.txt\n<source>\nhi\n</source>\nc.py\n```\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n```\nd.py\n````\nnever closed";
+        assert_eq!(
+            whole_files(reply),
+            vec![
+                ("src/a.py".to_string(), "x = 1\n".to_string()),
+                ("b.txt".to_string(), "hi\n".to_string()),
+            ]
+        );
+        // Many fences that never close: each kind is searched once.
+        let hostile = "f.py\n<pre>\n".repeat(50_000);
+        assert!(whole_files(&hostile).is_empty());
     }
 }
