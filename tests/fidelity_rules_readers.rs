@@ -215,6 +215,14 @@ fn aider_chat_files_carry_their_applied_whole_file_content() {
         "the architect's two versions and the editor's"
     );
     assert_eq!(s.messages[files[2]].flags.replaces, Some(files[0]));
+    // aider writes them (and its notes) itself: injected, not the human's requests.
+    assert!(files.iter().all(|&i| s.messages[i].flags.injected));
+    assert!(s
+        .messages
+        .iter()
+        .filter(|m| text(m).starts_with("I added these files")
+            || text(m) == "I made those changes to the files.")
+        .all(|m| m.flags.injected && !m.is_human_turn()));
     assert!(s.compactions.iter().all(|c| c.agent != s.calls[5].agent));
     // Every run sees it so: with no strategy at all, the old content has left.
     let o = replay::ReplayOptions::new(tokens::counter("heuristic").unwrap());
@@ -305,6 +313,7 @@ fn aider_multi_line_output_and_edit_errors() {
         .find(|m| text(m).starts_with("# 1 SEARCH/REPLACE"))
         .unwrap();
     assert_eq!(m.role, Role::User);
+    assert!(m.flags.injected);
     assert_eq!(c1.len(), 3, "question, reply, error: {c1:?}");
 }
 

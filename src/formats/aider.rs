@@ -298,8 +298,7 @@ impl Reader {
             (old, new) => {
                 let replaces = old.map(|(i, _)| i);
                 let new = new.unwrap_or_else(|| NO_FILES.to_string());
-                let parts = vec![Part::Text { text: new.clone() }];
-                let i = self.s.push_message(agent, Role::User, parts, self.ts, pos);
+                let i = self.push_aider(agent, new.clone(), pos);
                 self.s.messages[i].flags.replaces = replaces;
                 Some((i, new))
             }
@@ -307,6 +306,15 @@ impl Reader {
         let conv = self.convs.entry(agent).or_default();
         conv.files = files;
         conv.synced = rev;
+    }
+
+    /// A user message aider writes itself (chat files, notes, an edit error sent back): not
+    /// the human's request (`MessageFlags::injected`).
+    fn push_aider(&mut self, agent: AgentIdx, text: String, pos: SourcePos) -> MsgIdx {
+        let parts = vec![Part::Text { text }];
+        let i = self.s.push_message(agent, Role::User, parts, self.ts, pos);
+        self.s.messages[i].flags.injected = true;
+        i
     }
 
     /// `/clear` (and `/reset`): aider empties the history (`done_messages`, `cur_messages`).
@@ -419,8 +427,7 @@ impl Reader {
             Some(a) => a,
             None => self.agent(),
         };
-        let parts = vec![Part::Text { text }];
-        self.s.push_message(agent, Role::User, parts, self.ts, pos);
+        self.push_aider(agent, text, pos);
         self.current = Some(agent);
     }
 
@@ -567,8 +574,7 @@ impl Reader {
                     "I added these files to the chat: {}",
                     std::mem::take(&mut self.mentioned).join(", ")
                 );
-                let parts = vec![Part::Text { text }];
-                self.s.push_message(agent, Role::User, parts, self.ts, pos);
+                self.push_aider(agent, text, pos);
             }
             self.sync_files(agent, pos);
         }
@@ -597,13 +603,10 @@ impl Reader {
         if editing {
             // `move_back_cur_messages`: the architect's history gets this exchange instead of
             // the editor's.
-            for (role, text) in [
-                (Role::User, "I made those changes to the files."),
-                (Role::Assistant, "Ok."),
-            ] {
-                let parts = vec![Part::Text { text: text.into() }];
-                self.s.push_message(run, role, parts, self.ts, pos);
-            }
+            self.push_aider(run, "I made those changes to the files.".into(), pos);
+            let parts = vec![Part::Text { text: "Ok.".into() }];
+            self.s
+                .push_message(run, Role::Assistant, parts, self.ts, pos);
         } else if self.architect {
             self.plan = reply.and_then(|r| match self.s.messages[r].parts.first() {
                 Some(Part::Text { text }) => Some(text.clone()),
