@@ -458,7 +458,7 @@ fn gemini_cli_checkpoint() {
 /// afi-core is a plain chat in the diff format: its chat files are `/add`ed and never shown
 /// whole (a warning names them), and its last run's first call (11k, no file in the chat yet)
 /// carries a repo map aider grows ×8 when the chat has no files (`map_mul_no_files`): 3.3 / 20.3
-/// → 3.4 / 20.4 % (ratio 2.08 → 1.89) with the SEARCH/REPLACE markers and edit errors now read.
+/// → 3.4 / 20.4 % (ratio 1.92 → 1.89) with the SEARCH/REPLACE markers and edit errors now read.
 #[test]
 fn aider_histories() {
     hold(
