@@ -167,6 +167,11 @@ describe("ctxlab app", () => {
     await wd.until("the composition of call 20", async () => (await sums()).call === 20, 30_000);
     c = await sums();
     assert.equal(c.sum, c.total, "call 20 sums too");
+    // The provider's record of the call stands beside what the kinds explain of it.
+    const rec = await wd.exec(`return [...document.querySelectorAll('[data-testid="composition-recorded"], [data-testid="composition-unexplained"]')].map(e => Number(e.textContent.replace(/,/g, '')))`);
+    assert.equal(rec.length, 2, "recorded and unexplained rows");
+    assert.ok(rec[0] > 0, "the call's recorded context");
+    assert.equal(rec[0] - c.total, rec[1], "unexplained = recorded − reconstructed");
     await wd.until("the stacked areas drawn", async () => (await wd.exec(`return document.querySelectorAll('[data-testid="composition-areas"] canvas').length`)) >= 1, 30_000);
     await wd.exec(`document.querySelector('[data-testid="composition"]').scrollIntoView()`);
     await wd.shot("10-composition");
@@ -249,9 +254,15 @@ describe("ctxlab app", () => {
   // are still there, so every view has something to show.
   it("switches the theme and every view still reads", async () => {
     const before = await wd.exec("return document.documentElement.dataset.theme");
-    await wd.press('[data-testid="theme"]');
-    const after = await wd.exec("return document.documentElement.dataset.theme");
-    assert.notEqual(after, before);
+    // The nav is drawn again at every change (the followed log's polls): a click can land and
+    // still report its button stale, and a retried press would switch back. So look first, and
+    // click only while the theme has not switched.
+    const after = await wd.until("the theme to switch", async () => {
+      const t = await wd.exec("return document.documentElement.dataset.theme");
+      if (t !== before) return t;
+      await wd.click(await wd.find('[data-testid="theme"]')).catch(() => {});
+      return false;
+    });
     assert.ok(after === "dark" || after === "light");
     // The charts are drawn again in the theme's colours: the axis text follows the theme.
     for (const view of ["library", "session", "compare", "tune", "export"]) {

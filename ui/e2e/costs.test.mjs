@@ -47,12 +47,14 @@ describe("costs and names in the app", () => {
     await wd.openPath(GROK);
     await wd.until("the log in the library", async () => (await text('[data-testid="sessions"]')).includes("swe-agent"));
     await wd.tab("session");
-    const notice = await wd.text(await wd.waitFor('[data-testid="pricing"] [data-testid="cost-notice"]', 60_000));
+    // Read by selector, found again when the view re-renders as its figures arrive.
+    const notice = await wd.textOf('[data-testid="pricing"] [data-testid="cost-notice"]', 60_000);
     assert.match(notice, /cost excludes \d+ calls of x-ai\/grok-4-fast: no price — add it to models\.toml or import a price list/);
-    const row = await wd.find('[data-testid="session-models"] tr[data-model="x-ai/grok-4-fast"]');
-    assert.equal(await wd.attr(row, "data-priced"), "false");
-    assert.match(await wd.text(row), /unpriced: not in the model table/);
-    assert.match(await wd.text(row), /assumed/);
+    const row = '[data-testid="session-models"] tr[data-model="x-ai/grok-4-fast"]';
+    assert.equal(await wd.until("the model's row", async () => wd.attr(await wd.find(row), "data-priced")), "false");
+    const rowText = await wd.textOf(row);
+    assert.match(rowText, /unpriced: not in the model table/);
+    assert.match(rowText, /assumed/);
     const assumed = await wd.exec(`return [...document.querySelectorAll('[data-testid="pricing"] [data-testid="budget-assumed"]')].map(e => e.textContent)`);
     assert.ok(assumed.some((a) => /^context window [\d,]+ assumed: x-ai\/grok-4-fast is not in the model table/.test(a)), assumed.join("\n"));
     assert.match(await text('[data-testid="session-cost"]'), /\$0\.0000 for the usage the log recorded/);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CompositionView } from "./bindings/CompositionView";
-import { KIND_COLORS, agentAreas, callSegments, callsOf } from "./composition";
+import { KIND_COLORS, agentAreas, callSegments, callsOf, recordedCheck, recordedLine } from "./composition";
 
 const key = (kind: string, tool: string | null = null) => ({ kind, label: kind, tool });
 
@@ -83,5 +83,27 @@ describe("agentAreas", () => {
       ["system", [10]],
       ["user", [40]],
     ]);
+  });
+});
+
+describe("recordedCheck", () => {
+  it("sets the provider's record beside the reconstruction and the calibrated estimate", () => {
+    const recorded = [1400, null, 1600];
+    const estimate = [1300, 90, 1680];
+    expect(recordedCheck(view, 0, recorded, estimate)).toEqual({ recorded: 1400, reconstructed: 150, estimate: 1300, unexplained: 1250, error: ((1300 - 1400) * 100) / 1400 });
+    expect(recordedCheck(view, 2, recorded, estimate)?.error).toBeCloseTo(5, 10);
+  });
+  it("says nothing for a call the provider recorded no usage for", () => {
+    expect(recordedCheck(view, 1, [1400, null, 1600], [1300, 90, 1680])).toBeNull();
+    expect(recordedCheck(view, 0, [0, null, 1600], [1300, 90, 1680])).toBeNull();
+  });
+  it("keeps the record when the estimate is missing", () => {
+    expect(recordedCheck(view, 0, [1400, null, null], [null, null, null])).toEqual({ recorded: 1400, reconstructed: 150, estimate: null, unexplained: 1250, error: null });
+  });
+});
+
+describe("recordedLine", () => {
+  it("places the agent's recorded contexts at its calls only", () => {
+    expect(recordedLine([1400, 50, 1600, 0], [0, 2, 3], 4)).toEqual([1400, null, 1600, null]);
   });
 });

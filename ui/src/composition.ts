@@ -109,3 +109,37 @@ export function callsOf(v: CompositionView, agent: number): number[] {
   v.agent.forEach((a, i) => a === agent && v.total[i] !== null && out.push(i));
   return out;
 }
+
+/** What the provider recorded for call `call` beside what the composition explains of it:
+ *  `reconstructed` (the stacked kinds, counted by ctxlab's counter), `estimate` (that count
+ *  calibrated: overhead + ratio, what the charts plot), and `recorded` (input + cache the
+ *  provider billed). `unexplained` is the part of the recorded context the stacked kinds do not
+ *  hold (system prompt and tool schemas the log lacks, and the counter's scale error); `error`
+ *  is the estimate's signed error against the record, in percent. `null` where the log has no
+ *  usage for the call. */
+export interface RecordedCheck {
+  recorded: number;
+  reconstructed: number;
+  estimate: number | null;
+  unexplained: number;
+  error: number | null;
+}
+
+export function recordedCheck(v: CompositionView, call: number, recorded: readonly (number | null)[], estimate: readonly (number | null)[]): RecordedCheck | null {
+  const r = recorded[call];
+  const total = v.total[call];
+  if (r === null || r === undefined || r <= 0 || total === null || total === undefined) return null;
+  const e = estimate[call] ?? null;
+  return { recorded: r, reconstructed: total, estimate: e, unexplained: r - total, error: e === null ? null : ((e - r) * 100) / r };
+}
+
+/** The provider's recorded context at the agent's `calls`, as a line over `n` calls (null
+ *  elsewhere and where a call recorded none). */
+export function recordedLine(recorded: readonly (number | null)[], calls: readonly number[], n: number): (number | null)[] {
+  const out: (number | null)[] = new Array(n).fill(null);
+  for (const c of calls) {
+    const r = recorded[c];
+    if (r !== null && r !== undefined && r > 0) out[c] = r;
+  }
+  return out;
+}

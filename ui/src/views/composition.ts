@@ -5,8 +5,8 @@
 import { api } from "../api";
 import type { CompositionView } from "../bindings/CompositionView";
 import type { SessionDetail } from "../bindings/SessionDetail";
-import { Chart } from "../chart";
-import { agentAreas, callSegments, callsOf } from "../composition";
+import { Chart, type ChartLine } from "../chart";
+import { agentAreas, callSegments, callsOf, recordedCheck, recordedLine } from "../composition";
 import { errorBox, esc, h } from "../dom";
 import { fmtInt, fmtPct } from "../format";
 
@@ -62,6 +62,8 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
   const agent = v.agent[c];
   const overhead = v.overhead[agent] ?? null;
   const agentName = d.agents.find((a) => a.index === agent)?.name ?? String(agent);
+  // The provider's record of this call beside what the stacked kinds explain of it.
+  const check = recordedCheck(v, c, d.calls.recorded_context, d.calls.estimate);
   const bar = h(
     "div.comp-bar",
     { testid: "composition-bar", "data-total": String(total), "data-call": String(c) },
@@ -76,6 +78,18 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
       {},
       segs.map((s) => h("tr", {}, h("td", {}, h("span.swatch", { style: `background:${s.color}` }), s.label), h("td.num", {}, fmtInt(s.tokens)), h("td.num", {}, fmtPct((s.tokens * 100) / Math.max(1, total))))),
       h("tr.total", {}, h("td", {}, "context (reconstructed)"), h("td.num", { testid: "composition-total" }, fmtInt(total)), h("td.num", {}, "100.0%")),
+      check
+        ? [
+            h("tr.muted", { title: "Input + cache read + cache write, as the provider billed this call" }, h("td", {}, "recorded by the provider"), h("td.num", { testid: "composition-recorded" }, fmtInt(check.recorded)), h("td.num", {}, "")),
+            h(
+              "tr.muted",
+              { title: "What the recorded context holds beyond the counted kinds: system prompt and tool schemas the log does not keep, and the counter's scale error against the provider's tokenizer (the calibration's overhead and ratio)" },
+              h("td", {}, "not in the log's text, or counted differently"),
+              h("td.num", { testid: "composition-unexplained" }, fmtInt(check.unexplained)),
+              h("td.num", {}, ""),
+            ),
+          ]
+        : null,
     ),
   );
   const agentsWithCalls = d.agents.filter((a) => v.agent.some((x, i) => x === a.index && v.total[i] !== null));
@@ -94,6 +108,13 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
         : overhead !== null
           ? h("span.muted", {}, ` + about ${fmtInt(overhead)} tokens of system prompt and tool schemas the log does not hold (calibrated overhead)`)
           : null,
+      check
+        ? h(
+            "span.muted",
+            { testid: "composition-check" },
+            ` · the provider recorded ${fmtInt(check.recorded)}` + (check.error === null ? "" : `; the calibrated estimate is ${fmtInt(check.estimate)} (${check.error >= 0 ? "+" : ""}${check.error.toFixed(1)} %)`),
+          )
+        : null,
     ),
     bar,
     table,
@@ -114,11 +135,13 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
     const bands = agentAreas(v, calls);
     const n = v.total.length;
     // Top band first: each is filled down to 0, the lower ones paint over it.
-    const lines = [...bands].reverse().map((b) => {
+    const lines: ChartLine[] = [...bands].reverse().map((b) => {
       const values: (number | null)[] = new Array(n).fill(null);
       calls.forEach((ci, j) => (values[ci] = b.top[j]));
       return { label: b.label, values, color: b.color, fill: b.color, width: 1 };
     });
+    const recorded = recordedLine(d.calls.recorded_context, calls, n);
+    if (recorded.some((x) => x !== null)) lines.push({ label: "recorded by the provider", values: recorded, color: "#222222", width: 1.5, dash: [6, 4] });
     requestAnimationFrame(() => {
       if (!areaHost.isConnected) return;
       const own = new Map(bands.map((b) => [b.label, b]));
@@ -134,7 +157,8 @@ export function compositionPanel(d: SessionDetail, call: number, rerender: () =>
           hover: (ci) => {
             const j = calls.indexOf(ci);
             if (j < 0) return `<div><b>call ${fmtInt(ci)}</b> (another agent's)</div>`;
-            return `<div><b>call ${fmtInt(ci)}</b></div>` + [...own.values()].filter((b) => b.own[j] > 0).map((b) => `<div><span class="swatch" style="background:${b.color}"></span>${esc(b.label)}: ${fmtInt(b.own[j])}</div>`).reverse().join("");
+            const rec = recorded[ci];
+            return `<div><b>call ${fmtInt(ci)}</b></div>` + (rec === null ? "" : `<div>recorded by the provider: ${fmtInt(rec)}</div>`) + [...own.values()].filter((b) => b.own[j] > 0).map((b) => `<div><span class="swatch" style="background:${b.color}"></span>${esc(b.label)}: ${fmtInt(b.own[j])}</div>`).reverse().join("");
           },
         }),
       );
