@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::fmt::fmt_tokens;
 use crate::replay::Run;
 use ctxlab_plugin_api::{Line as ThresholdLine, ThresholdKind};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -695,6 +696,47 @@ fn text_width(s: &str) -> i32 {
     s.chars().count() as i32 * 7 + 4
 }
 
+/// The axes every chart over calls here shares (a run panel, the composition's areas): caption,
+/// margins, tokens on both axes, the light grid. `margin_bottom` when a lane strip sits below.
+fn calls_axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y_max: f64,
+    margin_bottom: Option<u32>,
+    y_desc: Option<&str>,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(title, (FONT, 16))
+        .margin(8)
+        .margin_right(18)
+        .x_label_area_size(34)
+        .y_label_area_size(92);
+    if let Some(b) = margin_bottom {
+        builder.margin_bottom(b);
+    }
+    let mut chart = builder
+        .build_cartesian_2d(x, 0f64..y_max)
+        .map_err(draw_err)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc("call")
+        .x_labels(10)
+        .y_labels(6)
+        .x_label_formatter(&|x| fmt_tokens(x.round().max(0.0) as u64))
+        .y_label_formatter(&|y| fmt_tokens(y.round().max(0.0) as u64))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 13))
+        .light_line_style(RGBColor(238, 238, 238))
+        .max_light_lines(2)
+        .bold_line_style(RGBColor(215, 215, 215));
+    if let Some(d) = y_desc {
+        mesh.y_desc(d);
+    }
+    mesh.draw().map_err(draw_err)?;
+    Ok(chart)
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
@@ -722,29 +764,7 @@ fn draw_panel<DB: DrawingBackend>(
         }
     };
     let title = fits(&p.title, area.dim_in_pixel().0 as i32 - 16);
-    let mut chart = ChartBuilder::on(&area)
-        .caption(title, (FONT, 16))
-        .margin(8)
-        .margin_right(18)
-        .margin_bottom(2)
-        .x_label_area_size(34)
-        .y_label_area_size(92)
-        .build_cartesian_2d(0f64..x_max, 0f64..p.y_max)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_desc("call")
-        .x_labels(10)
-        .y_labels(6)
-        .x_label_formatter(&|x| fmt_tokens(x.round().max(0.0) as u64))
-        .y_label_formatter(&|y| fmt_tokens(y.round().max(0.0) as u64))
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 13))
-        .light_line_style(RGBColor(238, 238, 238))
-        .max_light_lines(2)
-        .bold_line_style(RGBColor(215, 215, 215))
-        .draw()
-        .map_err(draw_err)?;
+    let mut chart = calls_axes(&area, &title, 0f64..x_max, p.y_max, Some(2), None)?;
     // Labels are placed in pixels, relative to the plotting area.
     let (xr, yr) = chart.plotting_area().get_pixel_range();
     let (px0, py0) = (xr.start, yr.start);
@@ -1096,29 +1116,14 @@ impl AreaPlot<'_> {
             title,
         } = *self;
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 16))
-            .margin(8)
-            .margin_right(18)
-            .x_label_area_size(34)
-            .y_label_area_size(92)
-            .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("call")
-            .y_desc("tokens in the context")
-            .x_labels(10)
-            .y_labels(6)
-            .x_label_formatter(&|x| fmt_tokens(x.round().max(0.0) as u64))
-            .y_label_formatter(&|y| fmt_tokens(y.round().max(0.0) as u64))
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .light_line_style(RGBColor(238, 238, 238))
-            .max_light_lines(2)
-            .bold_line_style(RGBColor(215, 215, 215))
-            .draw()
-            .map_err(draw_err)?;
+        let mut chart = calls_axes(
+            &root,
+            title,
+            x_lo..x_hi,
+            y_max,
+            None,
+            Some("tokens in the context"),
+        )?;
         for b in bands.iter().rev() {
             let mut pts: Vec<(f64, f64)> = picks
                 .iter()
