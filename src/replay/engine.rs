@@ -468,9 +468,10 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let seen = &self.agents[a].seen;
         let (mut needed, mut lower, mut upper) = (0, 0, 0);
+        let mut memo = TextFacts::default();
         for f in facts.iter().filter(|&&f| seen.contains(f)) {
             needed += 1;
-            let (l, u) = kept_fact(ctx, plan, *f, &self.facts);
+            let (l, u) = kept_fact(ctx, plan, *f, &self.facts, &mut memo);
             lower += l as u32;
             upper += (l || u) as u32;
         }
@@ -842,8 +843,36 @@ fn scale(fit: Fit, raw: u64) -> u64 {
     (fit.ratio * raw as f64).round().max(0.0) as u64
 }
 
+/// The facts of the texts a call's edits write, scanned once per call and text: a strategy
+/// that sends a long literal summary at every call (CodeTether's) had it scanned once per
+/// needed fact.
+#[derive(Default)]
+struct TextFacts {
+    seen: Vec<(*const u8, usize, Vec<FactId>)>,
+}
+
+impl TextFacts {
+    fn contains(&mut self, facts: &Facts<'_>, text: &str, f: FactId) -> bool {
+        let key = (text.as_ptr(), text.len());
+        let i = match self.seen.iter().position(|e| (e.0, e.1) == key) {
+            Some(i) => i,
+            None => {
+                self.seen.push((key.0, key.1, facts.ids_in(text)));
+                self.seen.len() - 1
+            }
+        };
+        self.seen[i].2.binary_search(&f).is_ok()
+    }
+}
+
 /// Whether the call keeps fact `f` verbatim (lower bound) or through a summary (upper bound).
-fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (bool, bool) {
+fn kept_fact(
+    ctx: &Context<'_>,
+    plan: &Plan,
+    f: FactId,
+    facts: &Facts<'_>,
+    memo: &mut TextFacts,
+) -> (bool, bool) {
     let removed = |pos: usize| -> Option<&validate::Planned> {
         let k = plan.edits.partition_point(|p| p.op.start <= pos);
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
@@ -863,7 +892,7 @@ fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (b
             None => return (true, true),
             Some(p) => match &p.op.kind {
                 OpKind::Summarize { text, .. } => {
-                    if facts.contains(text, f) {
+                    if memo.contains(facts, text, f) {
                         return (true, true);
                     }
                     upper = true;
@@ -873,7 +902,7 @@ fn kept_fact(ctx: &Context<'_>, plan: &Plan, f: FactId, facts: &Facts<'_>) -> (b
                     k = k.min(ctx.occurrences_below(f, ctx.key_at(p.op.start)));
                 }
                 _ => {
-                    if facts.contains(&p.texts[pos - p.op.start].0, f) {
+                    if memo.contains(facts, &p.texts[pos - p.op.start].0, f) {
                         return (true, true);
                     }
                 }

@@ -75,10 +75,21 @@ impl<'p> Facts<'p> {
     }
 
     /// True when `text` holds fact `f`.
+    #[cfg(test)]
     pub(crate) fn contains(&self, text: &str, f: FactId) -> bool {
         let mut found = false;
         scan(text, |fact| found |= self.id(fact) == Some(f));
         found
+    }
+
+    /// The known facts of `text`, sorted by id: `contains` for many facts at once (one scan of
+    /// the text rather than one per fact).
+    pub(crate) fn ids_in(&self, text: &str) -> Vec<FactId> {
+        let mut v = Vec::new();
+        scan(text, |fact| v.extend(self.id(fact)));
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// The distinct facts of a text, sorted by id (valid until the next call).
