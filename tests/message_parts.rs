@@ -230,7 +230,11 @@ fn every_message_held_as_itself_describes_its_parts() {
     assert_eq!(v1[2], ("[masked]".to_string(), None));
     assert_eq!(v1[3].1, None);
     for (p, m) in [(0, 0), (1, 1), (4, 5), (5, 6)] {
-        assert_eq!(v1[p].1.as_ref(), Some(&expected(&s.messages[m])), "position {p}");
+        assert_eq!(
+            v1[p].1.as_ref(),
+            Some(&expected(&s.messages[m])),
+            "position {p}"
+        );
     }
 }
 

@@ -216,9 +216,7 @@ impl TestCall {
             .map(|(i, (m, t))| MessageView {
                 id: if m.id == 0 { i as u64 + 1 } else { m.id },
                 role: m.role.to_abi(),
-                flags: m.flags
-                    | FLAG_CONTENT
-                    | if m.parts.is_some() { FLAG_PARTS } else { 0 },
+                flags: m.flags | FLAG_CONTENT | if m.parts.is_some() { FLAG_PARTS } else { 0 },
                 agent: StrRef::new(&m.agent),
                 tokens: m.token_count(),
                 chars: m.text.chars().count() as u64,
