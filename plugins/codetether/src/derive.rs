@@ -2,7 +2,7 @@
 //! with the Legacy policy): the oversized-last-message pass, tool-output dedup, the budget gate,
 //! the keep_last cascade, terminal truncation, and pair repair — on CodeTether's own estimates.
 
-use crate::estimate::Span;
+use crate::estimate::{estimate_tokens, Span};
 use crate::history::{History, Kind};
 use crate::{terminal, Settings};
 use ctxlab_plugin_api::hash::Fnv;
@@ -11,8 +11,9 @@ use std::hash::Hasher;
 
 const SUMMARY_HEAD: &str = "[AUTO CONTEXT COMPRESSION]\nOlder conversation + tool output was compressed to fit the model context window.\n\n";
 const SUMMARY_TAIL: &str = "\n\n[RECOVERY] If you need specific details that this summary dropped (exact file paths, prior tool output, earlier user instructions, numeric values), call the `session_recall` tool with a targeted query instead of guessing or asking the user to repeat themselves.";
-/// `messages_to_rlm_context` heads every message with `[idx role]\n`: about this many tokens.
-const RENDER_TOKENS_PER_MESSAGE: u64 = 3;
+/// The first step's prefix is chunked incrementally when it ends this many messages before the
+/// history's end (every pass's window: dedup 8, low-entropy 6, thinking 4; keep_last 16).
+const STREAM_AFTER: usize = 16;
 /// dropped_toc.rs `MAX_ENTRIES`: at most 10 user turns listed.
 pub const TOC_ENTRIES: usize = 10;
 /// experimental/dedup.rs `KEEP_LAST_MESSAGES` and `MIN_DEDUP_BYTES`.
@@ -26,10 +27,25 @@ pub(crate) struct Summary {
     pub tokens: u64,
     /// The summary body (chunker or RLM output) in tokens: the simulated part.
     pub body: u64,
+    /// The summary's body as far as it is known.
+    pub chunked: Body,
     /// The dropped-range index of its literal text; the text itself is only written for the
     /// list the cascade ends with (`Summary::text`).
     pub toc: Toc,
     pub rlm: bool,
+}
+
+/// What a summary's body is made of.
+#[derive(Clone, Debug)]
+pub(crate) enum Body {
+    /// The chunker's output.
+    Text(std::rc::Rc<str>),
+    /// The chunker's output for the history's first `toc.end` positions, measured on the
+    /// incremental stream (`History::stream`): the line ranges it keeps, written only when a
+    /// later step of the cascade renders it.
+    Stream(std::rc::Rc<Vec<(u64, u64)>>),
+    /// A background RLM summary: only simulated.
+    Rlm,
 }
 
 /// `render_toc(prefix, 0)` of a prefix: the list `l` (summary first when it has one) up to
@@ -110,6 +126,28 @@ impl Summary {
         t.push_str(SUMMARY_TAIL);
         t
     }
+    /// The whole message as CodeTether holds it: tag, body, index, note. A background RLM
+    /// summary's body is not known: words of 4 bytes stand for its `body` tokens.
+    pub fn full_text(&self, h: &History, call: &Call<'_>) -> String {
+        let mut t = String::from(SUMMARY_HEAD);
+        match &self.chunked {
+            Body::Text(c) => t.push_str(c),
+            Body::Stream(ranges) => {
+                let st = h.stream.borrow();
+                t.push_str(&crate::chunker::reassemble_ranges(ranges, |a, b, out| {
+                    st.lines_into(call, h, call.len(), a, b, out)
+                }));
+            }
+            Body::Rlm => {
+                for _ in 0..self.body {
+                    t.push_str("rlm ");
+                }
+            }
+        }
+        self.toc.render(h, call, &mut t);
+        t.push_str(SUMMARY_TAIL);
+        t
+    }
     /// CodeTether's estimate of that literal text.
     pub fn text_tokens(&self) -> u64 {
         self.tokens - self.body
@@ -159,19 +197,41 @@ impl View<'_, '_> {
     pub fn list_est(&self, l: &List) -> u64 {
         self.overhead + l.summary.as_ref().map_or(0, |s| s.tokens) + self.est(l.start, self.len)
     }
+    /// Messages of the list: the summary, the history from `l.start`, pair repair's
+    /// placeholders among them.
     pub fn count(&self, l: &List) -> usize {
-        l.summary.is_some() as usize + (self.len - l.start)
+        self.index(l, self.len)
     }
-    /// History position of list index `i` (not the summary).
+    /// List index of history position `p` (≥ `l.start`).
+    fn index(&self, l: &List, p: usize) -> usize {
+        l.summary.is_some() as usize + (p - l.start) + self.h.placeholders.sum(l.start, p) as usize
+    }
+    /// History position at list index `i` (not the summary): the first position whose index is
+    /// `i` or more (an index that falls on a placeholder resumes after its call's message).
     pub fn position(&self, l: &List, i: usize) -> usize {
-        l.start + i - l.summary.is_some() as usize
+        let (mut lo, mut hi) = (l.start, self.len);
+        if self.index(l, hi) == self.count_plain(l, hi) {
+            return (l.start + i - l.summary.is_some() as usize).min(self.len);
+        }
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.index(l, mid) >= i {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+    fn count_plain(&self, l: &List, p: usize) -> usize {
+        l.summary.is_some() as usize + (p - l.start)
     }
     /// `active_tail_start(messages, keep_last)` (active_tail.rs:7-17) as a list index: the newest
     /// substantive user message (else any user message), but no later than `len − keep_last`.
     pub fn active_tail_start(&self, l: &List, keep_last: usize) -> usize {
         let recent = self.count(l).saturating_sub(keep_last);
         match self.h.anchor(l.start) {
-            Some(p) => (l.summary.is_some() as usize + p - l.start).min(recent),
+            Some(p) => self.index(l, p).min(recent),
             None => recent,
         }
     }
@@ -217,35 +277,78 @@ fn compress(
         return None;
     }
     let start = v.position(l, split);
-    let context = l.summary.as_ref().map_or(0, |x| x.tokens)
-        + v.est(l.start, start)
-        + RENDER_TOKENS_PER_MESSAGE * split as u64;
-    if context == 0 {
-        return None;
-    }
     let mut key = Fnv::default();
     key.write_u64(l.chain);
     key.write_u64(start as u64);
     let chain = key.finish();
     let rlm = s.rlm_cache && seen.contains(&chain);
-    let body = if rlm {
-        context.min(s.rlm_summary_tokens)
-    } else {
-        context.min((v.window as f64 * s.fallback_chunk_ratio) as u64)
-    };
+    let cap = (v.window as f64 * s.fallback_chunk_ratio) as u64;
+    // keep_last.rs: the prefix rendered for the summarizer (`messages_to_rlm_context`), nothing
+    // to compress when it is blank; compression_defer.rs: the background RLM summary
+    // (simulated: `rlm_summary_tokens`), else `RlmChunker::compress(context, window × 0.25)`.
+    // The first step's prefix is the history's first `start` messages, all past every pass's
+    // window: their rendering no longer changes, so it is chunked once, incrementally.
+    let (chunked, body_span, context_tokens) =
+        if l.summary.is_none() && l.start == 0 && start + STREAM_AFTER <= v.len {
+            let mut st = v.h.stream.borrow_mut();
+            st.extend(v.call, v.h, start, v.len);
+            if st.idx == 0 || st.stream.total.bytes == 0 {
+                return None;
+            }
+            let ctx_tokens = st.stream.total.tokens();
+            if rlm {
+                (Body::Rlm, Span::default(), ctx_tokens)
+            } else {
+                let (span, ranges) = st.stream.compress_span(cap);
+                (Body::Stream(ranges.into()), span, ctx_tokens)
+            }
+        } else {
+            let mut context = String::new();
+            let mut idx = 0;
+            if let Some(sum) = &l.summary {
+                crate::render::summary(&mut context, 0, &sum.full_text(v.h, v.call));
+                idx = 1;
+            }
+            for p in l.start..start {
+                idx += crate::render::message(&mut context, idx, v.call, v.h, p, v.len);
+            }
+            if context.trim().is_empty() {
+                return None;
+            }
+            let ctx_tokens = estimate_tokens(&context);
+            if rlm {
+                (Body::Rlm, Span::default(), ctx_tokens)
+            } else {
+                let out = crate::chunker::compress(&context, cap);
+                let span = Span::of(&out);
+                (Body::Text(out.into()), span, ctx_tokens)
+            }
+        };
     let toc = Toc {
         start: l.start,
         base: l.summary.is_some() as usize,
         end: start,
         prefix_len: split,
     };
-    let text = Span::of(SUMMARY_HEAD)
+    let literal = Span::of(SUMMARY_HEAD)
         .plus(toc.span(v.h, v.call))
         .plus(Span::of(SUMMARY_TAIL));
+    // The message is one text part, estimated whole (its band is the whole text's).
+    let (tokens, body) = match &chunked {
+        Body::Rlm => {
+            let body = context_tokens.min(s.rlm_summary_tokens);
+            (literal.tokens() + body, body)
+        }
+        _ => {
+            let tokens = literal.plus(body_span).tokens();
+            (tokens, tokens.saturating_sub(literal.tokens()))
+        }
+    };
     Some(List {
         summary: Some(Summary {
-            tokens: text.tokens() + body,
+            tokens,
             body,
+            chunked,
             toc,
             rlm,
         }),
@@ -330,7 +433,7 @@ pub(crate) fn derive(call: &Call<'_>, s: &Settings, h: &mut History, out: &mut D
     let full = List::full();
     let initial = v.list_est(&full);
     out.gauge("codetether_estimate", initial as f64);
-    let history_over = s.history_trigger > 0 && len >= s.history_trigger;
+    let history_over = s.history_trigger > 0 && v.count(&full) >= s.history_trigger;
     let reason = if initial <= budget && !history_over {
         None
     } else if history_over && initial <= budget {

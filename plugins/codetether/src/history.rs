@@ -47,6 +47,8 @@ pub(crate) struct Entry {
     pub est: u64,
     /// Estimate of its text parts only (what the oversized-last-message rule measures).
     pub text_est: u64,
+    /// With the host's parts: the estimate of its thinking parts (what thinking prune removes).
+    pub thinking: Option<u64>,
     /// Latest position of a call this message's results answer (for pair repair); `None` when
     /// it answers no call of the history.
     pub answers_up_to: Option<u32>,
@@ -80,11 +82,27 @@ pub(crate) struct History {
     dedup_upto: usize,
     thinking_upto: usize,
     lingua_upto: usize,
+    /// Pair repair's placeholders (experimental/pairing.rs `repair_orphans`): an assistant tool
+    /// call whose id no tool-result message of the list answers gets a tool message of
+    /// `PLACEHOLDER` right after its message. `placeholders` counts them per position; the
+    /// calls still waiting, by id; the ids answered so far.
+    pub placeholders: Deltas,
+    pending: FnvMap<Vec<u8>, Vec<u32>>,
+    fulfilled: FnvMap<Vec<u8>, ()>,
+    /// The first cascade step's prefix, chunked incrementally (derive.rs `compress`).
+    pub stream: RefCell<PrefixStream>,
+    /// The dedup markers CodeTether's list holds: position → (result ordinal, marker).
+    pub dedup_markers: FnvMap<usize, Vec<(usize, String)>>,
     /// Dedup markers decided but not yet sent to the host as edits: (position, placeholder).
     pub pending_masks: Vec<(usize, String)>,
     /// Prefixes compressed at an earlier step: their background RLM summary is cached by now.
     pub compressed: FnvSet,
 }
+
+/// The content of pair repair's placeholder result (pairing.rs `repair_orphans`).
+pub(crate) const PLACEHOLDER: &str = "[tool result unavailable: elided by context management]";
+/// Its estimate: 55 bytes, 6 of them spaces (10.9 %: 3.6 bytes a token).
+pub(crate) const PLACEHOLDER_TOKENS: u64 = 16;
 
 /// The identity of a tool result's content for dedup: its length and a 64-bit hash read eight
 /// bytes at a time in two lanes (FNV over every byte was a tenth of a call's cost: every result
@@ -106,6 +124,83 @@ fn content_key(body: &[u8]) -> (u64, u64) {
     h ^= h >> 32;
     h = h.wrapping_mul(K2);
     (h ^ (h >> 29), body.len() as u64)
+}
+
+/// The history's first `upto` positions rendered (`render::message`, list indices from 0) and
+/// chunked as they were appended.
+#[derive(Default)]
+pub(crate) struct PrefixStream {
+    pub stream: crate::chunker::Stream,
+    pub upto: usize,
+    /// The next list index.
+    pub idx: usize,
+    /// Per position rendered: its first line and its list index.
+    first_line: Vec<u64>,
+    index: Vec<u32>,
+    lines: u64,
+    buf: String,
+}
+
+impl PrefixStream {
+    /// Renders and chunks positions up to `end`; starts again if it went past it.
+    pub fn extend(
+        &mut self,
+        call: &ctxlab_plugin_api::Call<'_>,
+        h: &History,
+        end: usize,
+        len: usize,
+    ) {
+        if self.upto > end {
+            *self = PrefixStream::default();
+        }
+        if self.upto == 0 {
+            self.stream = crate::chunker::Stream::new();
+        }
+        while self.upto < end {
+            self.buf.clear();
+            self.first_line.push(self.lines);
+            self.index.push(self.idx as u32);
+            self.idx += crate::render::message(&mut self.buf, self.idx, call, h, self.upto, len);
+            self.lines += self.buf.lines().count() as u64;
+            self.stream.push(&self.buf);
+            self.upto += 1;
+        }
+    }
+
+    /// Appends lines `a..=b` of the rendered prefix, joined by "\n": the messages holding them
+    /// are rendered again, as they were.
+    pub fn lines_into(
+        &self,
+        call: &ctxlab_plugin_api::Call<'_>,
+        h: &History,
+        len: usize,
+        a: u64,
+        b: u64,
+        out: &mut String,
+    ) {
+        let mut p = self
+            .first_line
+            .partition_point(|&l| l <= a)
+            .saturating_sub(1);
+        let mut buf = String::new();
+        let mut first = true;
+        while p < self.upto && self.first_line[p] <= b {
+            buf.clear();
+            crate::render::message(&mut buf, self.index[p] as usize, call, h, p, len);
+            for (k, line) in buf.lines().enumerate() {
+                let n = self.first_line[p] + k as u64;
+                if n < a || n > b {
+                    continue;
+                }
+                if !first {
+                    out.push('\n');
+                }
+                out.push_str(line);
+                first = false;
+            }
+            p += 1;
+        }
+    }
 }
 
 /// A set of hashes (the compressed prefixes' keys), hashed with FNV rather than SipHash.
@@ -151,17 +246,84 @@ pub(crate) fn is_tool_result(m: &Msg<'_>) -> bool {
     m.role() == Role::Tool || (m.has_tool_results() && m.role() != Role::Assistant)
 }
 
-/// One message's parts as CodeTether estimates them: each tool part on its own, the text parts
-/// as what the host's flattened text holds besides the tool bodies.
+/// One message's parts as CodeTether estimates them (`estimate_tokens_for_part`: each part on
+/// its own). With the host's part boundaries (ABI 1.6, `Call::parts`) every text and thinking
+/// part is its own; without them (an edited message, a summary, an older host) the text parts
+/// are what the flattened text holds besides the tool bodies, as one part.
 pub(crate) struct Parts {
+    /// The text parts joined by "\n": what the oversized-last-message rule measures
+    /// (`oversized_text.rs` `extract_message_text`).
     pub text: Span,
+    /// Each text or thinking part on its own, with its kind.
+    pub texts: Vec<(Span, TextKind)>,
     /// (span as estimated, is a result, body bytes).
     pub tools: Vec<(Span, bool, u64)>,
     pub images: u64,
+    /// The host described the parts.
+    pub exact: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TextKind {
+    Text,
+    Thinking,
+}
+
+/// A tool part as `estimate_tokens_for_part` estimates it: a result's content, or a call's
+/// `id + ' ' + name + ' ' + arguments`.
+fn tool_span(t: &ctxlab_plugin_api::Tool<'_>, body: Span) -> Span {
+    if t.is_result() {
+        body
+    } else {
+        Span::of_bytes(t.id_bytes())
+            .plus(Span::of(t.name()))
+            .plus(body)
+            .plus(Span { bytes: 2, ws: 2 })
+    }
 }
 
 impl Parts {
-    pub fn of(m: &Msg<'_>) -> Parts {
+    pub fn of(call: &ctxlab_plugin_api::Call<'_>, p: usize) -> Parts {
+        let m = call.msg(p);
+        if let Some(parts) = call.parts(p) {
+            use ctxlab_plugin_api::PartKind;
+            let mut out = Parts {
+                text: Span::default(),
+                texts: Vec::new(),
+                tools: Vec::new(),
+                images: m.images() as u64,
+                exact: true,
+            };
+            let mut tools = m.tools();
+            let mut text_parts = 0u64;
+            for (kind, bytes) in parts {
+                match kind {
+                    PartKind::Text => {
+                        let sp = Span::of_bytes(bytes);
+                        out.text = out.text.plus(sp);
+                        text_parts += 1;
+                        out.texts.push((sp, TextKind::Text));
+                    }
+                    PartKind::Thinking => {
+                        out.texts.push((Span::of_bytes(bytes), TextKind::Thinking))
+                    }
+                    PartKind::ToolCall | PartKind::ToolResult => {
+                        if let Some(t) = tools.next() {
+                            let body = Span::of_bytes(bytes);
+                            out.tools
+                                .push((tool_span(&t, body), t.is_result(), body.bytes));
+                        }
+                    }
+                    PartKind::Other(_) => {}
+                }
+            }
+            let seps = text_parts.saturating_sub(1);
+            out.text = out.text.plus(Span {
+                bytes: seps,
+                ws: seps,
+            });
+            return out;
+        }
         let text = m.text_bytes();
         let mut bodies = Span::default();
         let mut tools = Vec::new();
@@ -172,16 +334,7 @@ impl Parts {
             only_tool = tools.is_empty() && std::ptr::eq(b, text);
             let body = Span::of_bytes(b);
             bodies = bodies.plus(body).plus(Span { bytes: 1, ws: 1 });
-            let est = if t.is_result() {
-                body
-            } else {
-                // token.rs estimate_tokens_for_part: `id + ' ' + name + ' ' + arguments`.
-                Span::of_bytes(t.id_bytes())
-                    .plus(Span::of(t.name()))
-                    .plus(body)
-                    .plus(Span { bytes: 2, ws: 2 })
-            };
-            tools.push((est, t.is_result(), body.bytes));
+            tools.push((tool_span(&t, body), t.is_result(), body.bytes));
         }
         // The host joins parts with '\n'; what is left after the tool bodies is the text parts.
         let text = if tools.is_empty() {
@@ -193,12 +346,26 @@ impl Parts {
         };
         Parts {
             text,
+            texts: if text.bytes > 0 {
+                vec![(text, TextKind::Text)]
+            } else {
+                Vec::new()
+            },
             tools,
             images: m.images() as u64,
+            exact: false,
         }
     }
+    /// Tokens of its thinking parts (0 when the parts are not described).
+    pub fn thinking_tokens(&self) -> u64 {
+        self.texts
+            .iter()
+            .filter(|t| t.1 == TextKind::Thinking)
+            .map(|t| t.0.tokens())
+            .sum()
+    }
     pub fn tokens(&self) -> u64 {
-        self.text.tokens()
+        self.texts.iter().map(|t| t.0.tokens()).sum::<u64>()
             + self.tools.iter().map(|t| t.0.tokens()).sum::<u64>()
             + self.images * IMAGE_TOKENS
     }
@@ -222,6 +389,11 @@ impl History {
             dedup_upto: 0,
             thinking_upto: 0,
             lingua_upto: 0,
+            stream: RefCell::new(PrefixStream::default()),
+            dedup_markers: FnvMap::default(),
+            placeholders: Deltas::default(),
+            pending: FnvMap::default(),
+            fulfilled: FnvMap::default(),
             pending_masks: Vec::new(),
             compressed: Default::default(),
         }
@@ -237,7 +409,7 @@ impl History {
     pub fn sync(&mut self, call: &ctxlab_plugin_api::Call<'_>) {
         for p in self.entries.len()..call.len() {
             let m = call.msg(p);
-            let parts = Parts::of(&m);
+            let parts = Parts::of(call, p);
             let kind = if is_tool_result(&m) {
                 Kind::ToolResults
             } else if m.role() == Role::User {
@@ -284,13 +456,42 @@ impl History {
             self.adj.push();
             self.host_cum.push(self.host_cum[p] + m.tokens());
             self.host_adj.push();
+            self.placeholders.push();
             self.entries.push(Entry {
                 id: m.id(),
                 kind,
                 est,
                 text_est,
+                thinking: parts.exact.then(|| parts.thinking_tokens()),
                 answers_up_to,
             });
+            // repair_orphans: a call no tool-result message answers gets a placeholder; a
+            // tool-result message answers every call of its ids, earlier or later.
+            if kind == Kind::ToolResults {
+                for t in m.tools().filter(|t| t.is_result()) {
+                    if self.fulfilled.insert(t.id_bytes().to_vec(), ()).is_none() {
+                        for q in self.pending.remove(t.id_bytes()).unwrap_or_default() {
+                            // A placeholder already chunked goes: chunk again from scratch.
+                            if (q as usize) < self.stream.get_mut().upto {
+                                *self.stream.get_mut() = PrefixStream::default();
+                            }
+                            self.placeholders.add(q as usize, -1);
+                            self.adj.add(q as usize, -(PLACEHOLDER_TOKENS as i64));
+                        }
+                    }
+                }
+            } else if m.role() == Role::Assistant {
+                for t in m.tools().filter(|t| !t.is_result()) {
+                    if !self.fulfilled.contains_key(t.id_bytes()) {
+                        self.pending
+                            .entry(t.id_bytes().to_vec())
+                            .or_default()
+                            .push(p as u32);
+                        self.placeholders.add(p, 1);
+                        self.adj.add(p, PLACEHOLDER_TOKENS as i64);
+                    }
+                }
+            }
         }
     }
 
@@ -302,6 +503,11 @@ impl History {
     /// At least the host's tokens of positions `a..b`.
     pub fn host_tokens(&self, a: usize, b: usize) -> u64 {
         ((self.host_cum[b] - self.host_cum[a]) as i64 + self.host_adj.sum(a, b)) as u64
+    }
+
+    /// Whether call id `id` has a placeholder (no tool-result message answers it).
+    pub fn unanswered(&self, id: &[u8]) -> bool {
+        !self.fulfilled.contains_key(id)
     }
 
     /// The host now holds a dedup marker at `p`: count it as nothing (a lower bound).
@@ -374,7 +580,8 @@ impl History {
             let mut markers: Vec<String> = Vec::new();
             let mut all = true;
             let mut saved = 0u64;
-            for t in m.tools().filter(|t| t.is_result()) {
+            let mut at = Vec::new();
+            for (j, t) in m.tools().filter(|t| t.is_result()).enumerate() {
                 let body = t.body_bytes();
                 if body.len() < min_bytes {
                     all = false;
@@ -390,6 +597,7 @@ impl History {
                         saved += Span::of_bytes(body)
                             .tokens()
                             .saturating_sub(Span::of(&marker).tokens());
+                        at.push((j, marker.clone()));
                         markers.push(marker);
                     }
                     None => {
@@ -402,8 +610,15 @@ impl History {
                 continue;
             }
             self.set_est(p, self.entries[p].est.saturating_sub(saved));
-            let only_results =
-                m.role() != Role::Assistant && Parts::of(&m).text.bytes <= m.tools().count() as u64;
+            self.dedup_markers.insert(p, at);
+            let only_results = m.role() != Role::Assistant && {
+                let parts = Parts::of(call, p);
+                if parts.exact {
+                    parts.text.bytes == 0
+                } else {
+                    parts.text.bytes <= m.tools().count() as u64
+                }
+            };
             if all && only_results && !m.is_pinned() {
                 self.pending_masks.push((p, markers.join("\n")));
             }
@@ -419,31 +634,57 @@ impl History {
         let len = self.entries.len();
         for p in self.thinking_upto..len.saturating_sub(THINKING_KEEP_LAST) {
             let m = call.msg(p);
-            let Some(thinking) = thinking_bytes(&m).filter(|&t| t > 0) else {
+            if m.role() != Role::Assistant {
                 continue;
+            }
+            // With the host's parts, the thinking parts' own estimates go.
+            let saved = match self.entries[p].thinking {
+                Some(t) => t,
+                None => {
+                    let Some(thinking) = thinking_bytes(&m).filter(|&t| t > 0) else {
+                        continue;
+                    };
+                    let text = Parts::of(call, p).text;
+                    let ws = thinking * text.ws / text.bytes.max(1);
+                    // With the thinking goes the newline that joined it to the text.
+                    let kept = text.minus(Span {
+                        bytes: thinking + 1,
+                        ws: ws + 1,
+                    });
+                    text.tokens().saturating_sub(kept.tokens())
+                }
             };
-            let text = Parts::of(&m).text;
-            let ws = thinking * text.ws / text.bytes.max(1);
-            // With the thinking goes the newline that joined it to the text.
-            let kept = text.minus(Span {
-                bytes: thinking + 1,
-                ws: ws + 1,
-            });
-            let saved = text.tokens().saturating_sub(kept.tokens());
-            self.set_est(p, self.entries[p].est.saturating_sub(saved));
+            if saved > 0 {
+                self.set_est(p, self.entries[p].est.saturating_sub(saved));
+            }
         }
         self.thinking_upto = self
             .thinking_upto
             .max(len.saturating_sub(THINKING_KEEP_LAST));
         for p in self.lingua_upto..len.saturating_sub(LINGUA_KEEP_LAST) {
             let m = call.msg(p);
-            if m.role() != Role::Assistant || m.has_tool_calls() || thinking_bytes(&m) != Some(0) {
+            if m.role() != Role::Assistant {
                 continue;
             }
-            let text = m.text();
-            let saved = Span::of(text)
-                .tokens()
-                .saturating_sub(pruned_span(text).tokens());
+            let saved = match call.parts(p) {
+                // lingua.rs prunes each text part of an assistant message on its own.
+                Some(parts) => parts
+                    .filter(|(k, _)| *k == ctxlab_plugin_api::PartKind::Text)
+                    .map(|(_, b)| {
+                        let t = std::str::from_utf8(b).unwrap_or_default();
+                        Span::of(t).tokens().saturating_sub(pruned_span(t).tokens())
+                    })
+                    .sum(),
+                None => {
+                    if m.has_tool_calls() || thinking_bytes(&m) != Some(0) {
+                        continue;
+                    }
+                    let text = m.text();
+                    Span::of(text)
+                        .tokens()
+                        .saturating_sub(pruned_span(text).tokens())
+                }
+            };
             if saved > 0 {
                 self.set_est(p, self.entries[p].est.saturating_sub(saved));
             }

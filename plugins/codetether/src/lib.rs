@@ -6,11 +6,13 @@
 //! history itself never changes, so every summary and truncation here is a this-call edit; the
 //! per-step work is kept incremental by `history::History`.
 
+mod chunker;
 mod config;
 mod derive;
 mod estimate;
 mod history;
 mod prune;
+mod render;
 mod terminal;
 
 #[cfg(test)]

@@ -86,9 +86,67 @@ pub fn pruned_span(input: &str) -> Span {
     out
 }
 
+/// `prune_text` (lingua.rs): the text itself, for the chunker's rendering of a compressed
+/// prefix (`pruned_span` measures the same without writing it).
+pub fn pruned_text(input: &str) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut in_code = false;
+    let mut blank_run = 0usize;
+    for line in input.split_inclusive('\n') {
+        let stripped = line.trim_end_matches('\n');
+        if stripped.trim_start().starts_with("```") {
+            in_code = !in_code;
+            out.push_str(line);
+            blank_run = 0;
+            continue;
+        }
+        if in_code {
+            out.push_str(line);
+            continue;
+        }
+        let trimmed = stripped.trim_end();
+        let noise = trimmed.is_empty()
+            || trimmed
+                .chars()
+                .all(|c| matches!(c, '.' | '…' | '-' | '_' | '*' | '='));
+        if noise {
+            blank_run += 1;
+            if blank_run <= 1 {
+                out.push('\n');
+            }
+            continue;
+        }
+        blank_run = 0;
+        let mut prev = ' ';
+        for (i, c) in trimmed.char_indices() {
+            if !(c == ' ' && i > 0 && prev == ' ') {
+                out.push(c);
+            }
+            prev = c;
+        }
+        if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pruned_text_is_what_pruned_span_measures() {
+        for t in [
+            "Here is my   plan.\n\n\n\n...\n   \nAnd it works.  \n",
+            "```\n  a    b\n```\nx  y\n",
+            "  lead  spaces\r\n---\n\n***\nend",
+            "",
+        ] {
+            assert_eq!(Span::of(&pruned_text(t)), pruned_span(t), "{t:?}");
+        }
+        assert_eq!(pruned_text("a   b  \n\n\n c"), "a b\n\n c");
+    }
 
     /// lingua.rs prune_text: the module's own example, measured.
     #[test]

@@ -7,7 +7,7 @@
 
 use crate::derive::{List, View};
 use crate::estimate::{estimate_tokens, Span};
-use crate::history::{is_tool_result, Kind, Parts};
+use crate::history::{is_tool_result, Kind, Parts, TextKind};
 use crate::Settings;
 use ctxlab_plugin_api::*;
 
@@ -71,16 +71,24 @@ impl Item {
     }
 }
 
-fn parts_of(m: &Msg<'_>) -> Vec<Part> {
-    let p = Parts::of(m);
+/// The parts of the message at `pos` that terminal truncation may shrink; `pruned`: its
+/// thinking is already gone (thinking prune, messages older than the last 4).
+fn parts_of(call: &Call<'_>, pos: usize, pruned: bool) -> Vec<Part> {
+    let p = Parts::of(call, pos);
     let mut out = Vec::new();
-    if p.text.bytes > 0 {
+    for &(span, kind) in &p.texts {
+        if span.bytes == 0 || (pruned && kind == TextKind::Thinking) {
+            continue;
+        }
         out.push(Part {
-            bytes: p.text.bytes,
+            bytes: span.bytes,
             fixed: 0,
-            cpt: p.text.chars_per_token(),
-            label: "text",
-            is_text: true,
+            cpt: span.chars_per_token(),
+            label: match kind {
+                TextKind::Text => "text",
+                TextKind::Thinking => "thinking",
+            },
+            is_text: kind == TextKind::Text,
             shrunk: None,
         });
     }
@@ -169,7 +177,11 @@ pub(crate) fn apply(
             }
             items.push(Item {
                 pos,
-                parts: parts_of(&m),
+                parts: parts_of(
+                    v.call,
+                    pos,
+                    pos + crate::prune::THINKING_KEEP_LAST < v.len && m.role() == Role::Assistant,
+                ),
                 latest_user: pos + 1 == v.len
                     && matches!(v.h.entries[pos].kind, Kind::User { .. })
                     && !is_tool_result(&m),

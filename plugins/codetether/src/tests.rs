@@ -62,6 +62,63 @@ fn summarize_end(d: &Decision) -> Option<(usize, u64, &str)> {
 }
 
 #[test]
+fn each_text_part_is_estimated_on_its_own() {
+    // token.rs estimate_tokens_for_part: one estimate per content part. With the host's part
+    // boundaries (ABI 1.6) a message of two texts is two estimates: 28 bytes without
+    // whitespace (2.8 bytes a token: 10) and 8 bytes with two spaces (4.0: 2), 12 in all; the
+    // same text joined is one estimate of 37 bytes with 3 whitespace bytes (8 %: 3.2), 12.
+    use ctxlab_plugin_api::abi::{PART_TEXT, PART_THINKING};
+    let a = "x".repeat(28);
+    let m = TestMsg::user("").parts(&[(PART_TEXT, &a), (PART_TEXT, "ab cd ef")]);
+    let d = call(vec![m]).decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(estimate_gauge(&d), 10 + 2);
+    assert_eq!(estimate::estimate_tokens(&format!("{a}\nab cd ef")), 12);
+    let m = TestMsg::assistant("").parts(&[(PART_THINKING, &"t ".repeat(40)), (PART_TEXT, "ok")]);
+    let mut h: Vec<TestMsg> = vec![m];
+    h.extend((0..4).map(|i| user(i, 10)));
+    let d = call(h.clone())
+        .decide(strategy(json!({})).as_mut())
+        .unwrap();
+    // A thinking part is estimated apart too, so thinking_prune.rs removes exactly its
+    // estimate: the assistant message is older than the last 4, its thinking (80 bytes, half
+    // spaces: 20 tokens) goes, its text (1 token) stays; among the last 4 it is counted.
+    assert_eq!(estimate_gauge(&d), 1 + 40);
+    h.push(user(9, 10));
+    h.remove(1);
+    let d = call(h[..4].to_vec())
+        .decide(strategy(json!({})).as_mut())
+        .unwrap();
+    assert_eq!(estimate_gauge(&d), 20 + 1 + 30);
+}
+
+#[test]
+fn a_tool_call_no_result_answers_gets_pair_repairs_placeholder() {
+    // experimental/pairing.rs repair_orphans: an assistant call whose id no tool message
+    // answers gets a placeholder result after its message (16 tokens: 55 bytes, 6 spaces);
+    // Codex's web_search calls have no id and no output.
+    let plain = call(vec![user(0, 10), asst(1, 10)]);
+    let base = estimate_gauge(&plain.decide(strategy(json!({})).as_mut()).unwrap());
+    let mut searched = TestMsg::tool_call("", "web_search", "{}");
+    searched.text = "{}".into();
+    let c = call(vec![user(0, 10), searched, asst(1, 10)]);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    let call_part = estimate::estimate_tokens(" web_search {}");
+    assert_eq!(estimate_gauge(&d), base + call_part + 16);
+    // Answered, it has none.
+    let c = call(vec![
+        user(0, 10),
+        TestMsg::tool_call("c1", "read", "{}"),
+        TestMsg::tool_result("c1", "read", "r"),
+        asst(1, 10),
+    ]);
+    let d = c.decide(strategy(json!({})).as_mut()).unwrap();
+    assert_eq!(
+        estimate_gauge(&d),
+        base + estimate::estimate_tokens("c1 read {}") + 1
+    );
+}
+
+#[test]
 fn estimate_counts_tool_calls_as_id_name_args_and_images_as_2000() {
     // token.rs estimate_tokens_for_part: ToolCall → estimate("id name args"), Image → 2000.
     let mut call_msg = TestMsg::tool_call("call_1", "read", "{\"path\":\"src/main.rs\"}");
@@ -130,6 +187,27 @@ fn task_history() -> Vec<TestMsg> {
     m
 }
 
+/// The chunker's summary of `task_history`'s prefix (u0, a1..a20), worked out by hand:
+/// `messages_to_rlm_context` writes each message as 5 lines — `[i Role]`, its text, "", "---",
+/// "" — estimated on their own when the prefix, one chunk without a boundary line (over 4,000
+/// tokens), is split (`split_large_chunk`): u0 is 3 + 100 + 2, each reply 5 + 1,000 + 2. The
+/// pieces close before the line that would pass 4,000: u0..a3 and a4's header (3,131), then
+/// from a4's text on, 3,021 each up to a19's header, and a19's text to the end (2,009).
+/// `select_chunks` under 7,560, newest first: the last two (5,030); the older ones do not fit.
+/// So the summary is the text from a16's reply to the end, and its body is what it adds to
+/// CodeTether's estimate of the summary message (one text part, estimated whole).
+fn task_summary_body(literal: &str) -> u64 {
+    let h = task_history();
+    let mut kept = h[16].text.clone();
+    for i in 17..=20 {
+        kept.push_str(&format!("\n\n---\n\n[{i} Assistant]\n{}", h[i].text));
+    }
+    kept.push_str("\n\n---\n");
+    let head = "[AUTO CONTEXT COMPRESSION]\nOlder conversation + tool output was compressed to fit the model context window.\n\n";
+    let rest = literal.strip_prefix(head).unwrap();
+    estimate::estimate_tokens(&format!("{head}{kept}{rest}")) - estimate::estimate_tokens(literal)
+}
+
 #[test]
 fn split_point_is_the_last_substantive_user_message_not_len_minus_keep_last() {
     // active_tail.rs active_tail_start: min(newest substantive user message, len − keep_last).
@@ -142,7 +220,7 @@ fn split_point_is_the_last_substantive_user_message_not_len_minus_keep_last() {
         "the active task (u21 and its 40 replies) is never compressed"
     );
     // compression_defer.rs context_summary: RlmChunker::compress(context, window × 0.25).
-    assert_eq!(body, 7_560);
+    assert_eq!(body, task_summary_body(text));
     assert!(text.starts_with("[AUTO CONTEXT COMPRESSION]"));
     // dropped_toc.rs render_toc: the dropped user turns are listed.
     assert!(text.contains("[turn 0] u0 abc"), "{text}");
@@ -244,7 +322,8 @@ fn a_prefix_compressed_before_gets_the_background_rlm_summary() {
     let mut s = strategy(json!({"rlm_summary_tokens": 3_000}));
     let mut m = task_history();
     let d = call(m.clone()).decide(s.as_mut()).unwrap();
-    assert_eq!(summarize_end(&d).unwrap().1, 7_560);
+    let (_, body, text) = summarize_end(&d).unwrap();
+    assert_eq!(body, task_summary_body(text));
     m.push(asst(99, 50));
     let d = call(m).decide(s.as_mut()).unwrap();
     assert_eq!(summarize_end(&d).unwrap().1, 3_000);
@@ -408,11 +487,17 @@ fn terminal_truncation_drops_before_the_active_tail_behind_a_marker() {
 fn terminal_truncation_keeps_the_cascades_summary_when_the_list_is_short() {
     // terminal.rs: with ≤ TRUNCATE_KEEP_LAST messages left nothing is dropped; the summary
     // stays behind the "Recent tool output was too large" marker and is shrunk like any text.
-    let c = TestCall::new((0..30).map(|i| user(i, 2_000)).collect()).window(16_000);
+    // Window 16,000: safety budget 5,184. The cascade goes down to keep_last 1, [summary, u29];
+    // u29 (5,000) and the summary do not fit together.
+    let mut m: Vec<TestMsg> = (0..29).map(|i| user(i, 2_000)).collect();
+    m.push(user(29, 5_000));
+    let c = TestCall::new(m).window(16_000);
     let d = c.decide(strategy(json!({})).as_mut()).unwrap();
     assert_eq!(codes(&d)[1], "ContextTruncated");
     let (end, body, text) = summarize_end(&d).unwrap();
-    assert_eq!((end, body), (29, 2_048));
+    // The summary is shrunk like the other texts, down to the last payload cap (2,048 bytes:
+    // 512 tokens at 4 bytes a token) before the list fits.
+    assert_eq!((end, body), (29, 512));
     assert!(text.starts_with("[CONTEXT TRUNCATED]\nRecent tool output"));
     assert!(text.contains("[AUTO CONTEXT COMPRESSION]"));
 }
@@ -641,4 +726,57 @@ fn formatting_noise_in_old_assistant_text_leaves_the_estimate() {
         aged,
         fresh - estimate::estimate_tokens(&noisy) + pruned + 60
     );
+}
+
+/// The incremental prefix (history.rs `PrefixStream`) writes back, line for line, the text the
+/// direct rendering gives (`render::message` of every position): what a later cascade step
+/// renders of a summary measured on the stream.
+#[test]
+fn the_prefix_stream_writes_back_the_rendered_prefix() {
+    use crate::history::{History, PrefixStream};
+    let mut msgs = vec![user(0, 30)];
+    for i in 0..12 {
+        let mut c = TestMsg::tool_call(&format!("c{i}"), "read", "{\"path\":\"/src/x.rs\"}");
+        c.text = "{\"path\":\"/src/x.rs\"}".into();
+        msgs.push(c);
+        msgs.push(TestMsg::tool_result(
+            &format!("c{i}"),
+            "read",
+            &format!("fn f{i}() {{}}\n# heading\nerror: nope\n{}", text("r", 300)),
+        ));
+        msgs.push(asst(i, 20));
+    }
+    let tc = call(msgs);
+    tc.with_view(|raw| {
+        let c = unsafe { Call::from_raw(raw) };
+        let mut h = History::new();
+        h.sync(&c);
+        let len = c.len();
+        let mut direct = String::new();
+        let mut idx = 0;
+        for p in 0..len - 16 {
+            idx += crate::render::message(&mut direct, idx, &c, &h, p, len);
+        }
+        let mut st = PrefixStream::default();
+        st.extend(&c, &h, len - 16, len);
+        let n = direct.lines().count() as u64;
+        let mut back = String::new();
+        st.lines_into(&c, &h, len, 0, n - 1, &mut back);
+        assert_eq!(back, direct.lines().collect::<Vec<_>>().join("\n"));
+        let mut mid = String::new();
+        st.lines_into(&c, &h, len, 7, 40, &mut mid);
+        assert_eq!(
+            mid,
+            direct
+                .lines()
+                .skip(7)
+                .take(34)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert_eq!(
+            st.stream.compress_span(500).0,
+            estimate::Span::of(&crate::chunker::compress(&direct, 500))
+        );
+    });
 }

@@ -3,7 +3,7 @@
 //! (`src/session/context/derive.rs` `derive_context`) of the very histories the plugin was given.
 #![allow(dead_code)]
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use codetether_agent::provider::{
     CompletionRequest, CompletionResponse, ContentPart, Message, ModelInfo, Provider, Role,
     StreamChunk,
@@ -154,27 +154,49 @@ pub fn history(
         .collect()
 }
 
-/// A provider that is never reached: every call fails, so CodeTether's summaries come from its
-/// chunker fallback (`helper/compression_defer.rs` `context_summary`), as with no network.
-pub struct Offline;
+/// A provider that never answers. CodeTether's foreground derivation never calls it; its
+/// background RLM summaries (`helper/rlm_background`, cached by the rendered prefix) do: the
+/// first job waits for it forever and holds the only job slot (`gate.rs`,
+/// `CODETETHER_RLM_BG_MAX` 1), so every later job is refused and no background summary ever
+/// becomes ready. Every summary is then the chunker fallback (`helper/compression_defer.rs`),
+/// as the plugin's `rlm_background_cache: false` says. A provider that *fails* would not do:
+/// codetether-rlm then writes its offline fallback (`router/fallback_context.rs`
+/// `session_context_fallback`) as the job's summary, later steps that compress the same prefix
+/// use it, and what the real side does would depend on the jobs' timing.
+pub struct Unanswered;
 
 #[async_trait::async_trait]
-impl Provider for Offline {
+impl Provider for Unanswered {
     fn name(&self) -> &str {
-        "offline"
+        "unanswered"
     }
     async fn list_models(&self) -> Result<Vec<ModelInfo>> {
         Ok(Vec::new())
     }
     async fn complete(&self, _: CompletionRequest) -> Result<CompletionResponse> {
-        bail!("offline")
+        futures::future::pending().await
     }
     async fn complete_stream(
         &self,
         _: CompletionRequest,
     ) -> Result<futures::stream::BoxStream<'static, StreamChunk>> {
-        bail!("offline")
+        futures::future::pending().await
     }
+}
+
+/// The background summaries' disk cache (`rlm_background/disk.rs`, under the system temp folder
+/// unless `CODETETHER_RLM_BG_CACHE_DIR` says): a folder of this process's own, empty, so that no
+/// summary an earlier run wrote is read back.
+fn fresh_rlm_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "codetether-differential-rlm-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::env::set_var("CODETETHER_RLM_BG_CACHE_DIR", &dir);
+    });
 }
 
 /// What codetether-agent's own derivation did at one call.
@@ -188,6 +210,8 @@ pub struct RealStep {
     pub estimate: usize,
     /// `CompactionCompleted.kept_messages`.
     pub kept: Option<usize>,
+    /// `CompactionCompleted.after_tokens`: the estimate of the list the cascade ended with.
+    pub after: Option<usize>,
     /// Messages of the derived context.
     pub derived: usize,
 }
@@ -201,7 +225,8 @@ pub fn system_prompt(tokens: u64) -> String {
 /// codetether-agent 4.7.4 `derive_context` on `history`, with a system prompt of `overhead`
 /// tokens and no tools (the plugin takes the host's calibrated overhead for both).
 pub async fn real_step(history: Vec<Message>, overhead: u64) -> Result<RealStep> {
-    let provider: Arc<dyn Provider> = Arc::new(Offline);
+    fresh_rlm_cache();
+    let provider: Arc<dyn Provider> = Arc::new(Unanswered);
     let mut session = Session::new().await?;
     session.messages = history;
     let system = system_prompt(overhead);
@@ -212,6 +237,7 @@ pub async fn real_step(history: Vec<Message>, overhead: u64) -> Result<RealStep>
         codes: Vec::new(),
         estimate: 0,
         kept: None,
+        after: None,
         derived: derived.messages.len(),
     };
     let mut started = None;
@@ -223,6 +249,7 @@ pub async fn real_step(history: Vec<Message>, overhead: u64) -> Result<RealStep>
             }
             SessionEvent::CompactionCompleted(c) => {
                 step.kept = Some(c.kept_messages);
+                step.after = Some(c.after_tokens);
                 step.codes.push("CompactionCompleted");
             }
             SessionEvent::ContextTruncated(_) => step.codes.push("ContextTruncated"),
