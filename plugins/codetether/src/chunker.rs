@@ -226,6 +226,10 @@ struct Open {
     pieces: Vec<Rec>,
     cur: Rec,
     cur_lines: u64,
+    /// Its lines joined are over `MAX_CHUNK_TOKENS`: it will be split whatever follows, so the
+    /// pieces closed so far are final and went to `Stream::closed` (the selection then finds
+    /// them in O(log n), however long a stretch without boundary lines runs).
+    split: bool,
 }
 
 /// Minimums over runs of 2^k values, appended one at a time: the newest value of at most `g`
@@ -363,6 +367,15 @@ impl Stream {
             o.cur.end = n;
         }
         o.cur_lines += 1;
+        if !o.split && o.joined.tokens() > MAX_CHUNK_TOKENS {
+            o.split = true;
+        }
+        if o.split && !o.pieces.is_empty() {
+            let pieces = std::mem::take(&mut self.open.pieces);
+            for r in pieces {
+                self.close(r);
+            }
+        }
     }
 
     /// `flush_chunk` of the open chunk as it stands.
@@ -371,6 +384,10 @@ impl Stream {
             return Vec::new();
         }
         let tokens = o.joined.tokens();
+        if o.split {
+            // Its earlier pieces are closed already.
+            return vec![o.cur];
+        }
         if tokens <= MAX_CHUNK_TOKENS {
             return vec![Rec {
                 start: o.start,
