@@ -597,6 +597,7 @@ unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
         OP_PIN => OpKind::Pin,
         OP_UNPIN => OpKind::Unpin,
         OP_ALLOW_SPLIT => OpKind::AllowSplit,
+        OP_REPEAT => OpKind::Repeat,
         OP_DROP_RESULTS => match OpKind::parse_drop_results(&text) {
             Ok(k) => k,
             Err(e) => {

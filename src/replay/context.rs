@@ -14,7 +14,7 @@
 
 use super::facts::{FactId, Facts};
 use super::prepared::Prepared;
-use super::validate::EditSig;
+use super::validate::{EditSig, Plan};
 use crate::model::{Message, MsgIdx, Part, Role, Session};
 use ctxlab_plugin_api::abi::*;
 use rustc_hash::FxHashMap;
@@ -133,6 +133,11 @@ pub(crate) struct Context<'a> {
     /// Strategies that filter the view send the same edits call after call; an edit that
     /// changes or removes the entry forgets them.
     edits: RefCell<FxHashMap<u64, Vec<CachedEdit>>>,
+    /// The this-call content edits of the agent's last decision, one per message, by key
+    /// (ascending): what an ABI 1.7 `Repeat` op makes again. An edit that changes or removes the
+    /// entry forgets its own. `standing_spare` is the previous list, kept for its memory.
+    standing: Vec<Standing>,
+    standing_spare: Vec<Standing>,
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
     awaiting_request: bool,
@@ -146,6 +151,15 @@ pub(crate) struct Context<'a> {
     known_view: u64,
     /// Keys of the entries whose transient tokens (`Prepared::transient`) are still there.
     transient: Vec<u64>,
+}
+
+/// One message's this-call edit in the agent's last decision (`Context::standing`).
+struct Standing {
+    key: u64,
+    /// Its position then (still its position while the context has only grown).
+    pos: usize,
+    text: Rc<str>,
+    tokens: u64,
 }
 
 /// Edits remembered per entry (`Context::edited`).
@@ -298,6 +312,8 @@ impl<'a> Context<'a> {
             coverage: Coverage::default(),
             scratch: Vec::new(),
             edits: RefCell::default(),
+            standing: Vec::new(),
+            standing_spare: Vec::new(),
             requests: 0,
             awaiting_request: true,
             assistant_turns: 0,
@@ -692,6 +708,12 @@ impl<'a> Context<'a> {
                     edits.remove(&en.key);
                 }
             }
+            if !self.standing.is_empty() && s < e {
+                let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
+                let a = self.standing.partition_point(|x| x.key < k0);
+                let b = self.standing.partition_point(|x| x.key <= k1);
+                self.standing.drain(a..b);
+            }
         }
         match edit {
             Replacement::Flags { set, clear } => {
@@ -1051,6 +1073,76 @@ impl<'a> Context<'a> {
         // (the session, the prepared session, or the entry's own box), so it is UTF-8 and live;
         // no need for the check `StrRef::as_str` does for texts of unknown origin.
         unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(t.ptr, t.len)) }
+    }
+
+    /// The this-call content edits the agent's last decision made to positions `[s, e)`, as
+    /// (position, text, tokens), in order (ABI 1.7 `Repeat`).
+    pub(crate) fn standing_in(
+        &self,
+        s: usize,
+        e: usize,
+    ) -> impl Iterator<Item = (usize, &Rc<str>, u64)> + '_ {
+        let (k0, k1) = if s < e && e <= self.entries.len() {
+            (self.entries[s].key, self.entries[e - 1].key)
+        } else {
+            (1, 0)
+        };
+        let from = self.standing.partition_point(|x| x.key < k0);
+        self.standing[from..]
+            .iter()
+            .take_while(move |x| x.key <= k1)
+            .filter_map(move |x| {
+                let p = if self.entries.get(x.pos).is_some_and(|en| en.key == x.key) {
+                    Some(x.pos)
+                } else {
+                    self.position(x.key)
+                };
+                p.map(|p| (p, &x.text, x.tokens))
+            })
+    }
+
+    /// Remembers the this-call content edits of a checked decision (its edits and repeats, by
+    /// position) for the next decision's `Repeat` ops; the ones before are forgotten.
+    pub(crate) fn set_standing(&mut self, plan: &Plan) {
+        let mut next = std::mem::take(&mut self.standing_spare);
+        next.clear();
+        let mut repeated = plan.repeated.iter().peekable();
+        for p in &plan.edits {
+            let content = matches!(
+                p.op.kind,
+                ctxlab_plugin_api::OpKind::Truncate { .. }
+                    | ctxlab_plugin_api::OpKind::Mask { .. }
+                    | ctxlab_plugin_api::OpKind::Offload { .. }
+            );
+            if !content || p.op.scope != ctxlab_plugin_api::Scope::ThisCall {
+                continue;
+            }
+            while let Some(r) = repeated.next_if(|r| r.pos < p.op.start) {
+                next.push(Standing {
+                    key: self.entries[r.pos].key,
+                    pos: r.pos,
+                    text: r.text.clone(),
+                    tokens: r.after,
+                });
+            }
+            for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
+                next.push(Standing {
+                    key: self.entries[i].key,
+                    pos: i,
+                    text: t.0.clone(),
+                    tokens: t.1,
+                });
+            }
+        }
+        for r in repeated {
+            next.push(Standing {
+                key: self.entries[r.pos].key,
+                pos: r.pos,
+                text: r.text.clone(),
+                tokens: r.after,
+            });
+        }
+        self.standing_spare = std::mem::replace(&mut self.standing, next);
     }
 
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text

@@ -285,6 +285,8 @@ impl<'s, 'o> Engine<'s, 'o> {
             let (plan, decision) =
                 validate::check(decision, ctx, self.opts.counter, &self.opts.summarizer)
                     .map_err(|r| self.fail(ci, r))?;
+            // What the next decision's `Repeat` ops (ABI 1.7) make again.
+            self.contexts[a].set_standing(&plan);
             if self.opts.stop_at_call == Some(ci) {
                 kept = Some(self.kept(a, &plan));
             }
@@ -558,20 +560,21 @@ impl<'s, 'o> Engine<'s, 'o> {
                 ),
                 OpKind::Truncate { .. } => (
                     CompactionKind::Truncate,
-                    Replacement::Texts(p.texts.clone()),
+                    Replacement::Texts(p.texts.to_vec()),
                 ),
-                OpKind::Mask { .. } => (CompactionKind::Mask, Replacement::Texts(p.texts.clone())),
-                OpKind::Offload { .. } => {
-                    (CompactionKind::Offload, Replacement::Texts(p.texts.clone()))
-                }
+                OpKind::Mask { .. } => (CompactionKind::Mask, Replacement::Texts(p.texts.to_vec())),
+                OpKind::Offload { .. } => (
+                    CompactionKind::Offload,
+                    Replacement::Texts(p.texts.to_vec()),
+                ),
                 OpKind::DropResults { remove, .. } => (
                     CompactionKind::Drop,
                     Replacement::Results {
-                        texts: p.texts.clone(),
+                        texts: p.texts.to_vec(),
                         remove: remove.clone(),
                     },
                 ),
-                OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => continue,
+                OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit | OpKind::Repeat => continue,
             };
             // Removed tool results are lost with no summary: the drop is what they weighed.
             let (before, after) = match p.op.kind {
@@ -615,12 +618,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         } else {
             st.since_compaction + input
         };
-        let pruned_raw: u64 = plan
-            .edits
-            .iter()
-            .filter(|p| p.op.scope == Scope::ThisCall)
-            .map(|p| p.before.saturating_sub(p.after))
-            .sum();
+        let pruned_raw = plan.pruned_tokens();
         let mut s = Sample {
             call: ci,
             agent: a,
@@ -657,7 +655,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         st.prev_input = input;
         st.prev_raw = raw;
         st.prev_recorded = call.usage.map_or(0, |u| u.context_tokens());
-        st.left_log |= !plan.edits.is_empty();
+        st.left_log |= !plan.is_empty();
         st.prev_matched_log = !st.left_log;
         st.prev_timestamp = call.timestamp.or(st.prev_timestamp);
         st.appended = 0;
@@ -749,7 +747,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                     }
                 }
                 _ => {
-                    for (m, t) in out[s..e].iter_mut().zip(&p.texts) {
+                    for (m, t) in out[s..e].iter_mut().zip(p.texts.iter()) {
                         m.sent_tokens = t.1;
                         m.sent_chars = t.0.chars().count() as u64;
                         // An op's range may hold messages it leaves as they are.
@@ -760,6 +758,14 @@ impl<'s, 'o> Engine<'s, 'o> {
                 }
             }
         }
+        for r in &plan.repeated {
+            let m = &mut out[r.pos];
+            m.sent_tokens = r.after;
+            m.sent_chars = r.text.chars().count() as u64;
+            if m.sent_chars != m.chars || m.sent_tokens != m.tokens {
+                m.state = KeptState::Edited;
+            }
+        }
         out
     }
 
@@ -768,6 +774,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let mut out = Vec::with_capacity(ctx.len());
         let mut edits = plan.edits.iter().peekable();
+        let mut repeated = plan.repeated.iter().peekable();
         let mut i = 0;
         while i < ctx.len() {
             let entry = &ctx.entries[i];
@@ -785,6 +792,15 @@ impl<'s, 'o> Engine<'s, 'o> {
                 },
                 replaces: 0,
             };
+            if let Some(r) = repeated.next_if(|r| r.pos == i) {
+                out.push(KeptMessage {
+                    tokens: r.after,
+                    state: KeptState::Edited,
+                    ..base
+                });
+                i += 1;
+                continue;
+            }
             match edits.peek() {
                 Some(p) if p.op.start == i => {
                     let p = edits.next().expect("peeked");
@@ -808,7 +824,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                             replaces: (e - s) as u32,
                         }),
                         _ => {
-                            for (j, t) in (s..e).zip(&p.texts) {
+                            for (j, t) in (s..e).zip(p.texts.iter()) {
                                 out.push(KeptMessage {
                                     message: ctx.entries[j].msg,
                                     role: model_role(ctx.views[j].role),
@@ -877,6 +893,7 @@ fn kept_fact(
         let k = plan.edits.partition_point(|p| p.op.start <= pos);
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
     };
+    let repeated = |pos: usize| plan.repeated_at(pos);
     let mut upper = false;
     // Newest occurrence first. A drop or a summary treats every occurrence in its range alike,
     // so after the first one the rest of the range is skipped: a this-call summary of most of
@@ -888,6 +905,12 @@ fn kept_fact(
         let Some(pos) = ctx.position(key) else {
             continue;
         };
+        if let Some(r) = repeated(pos) {
+            if memo.contains(facts, &r.text, f) {
+                return (true, true);
+            }
+            continue;
+        }
         match removed(pos) {
             None => return (true, true),
             Some(p) => match &p.op.kind {
@@ -912,7 +935,8 @@ fn kept_fact(
     if !upper {
         upper = ctx.coverage.keys(f).any(|key| {
             ctx.position(key).is_some_and(|pos| {
-                removed(pos).map_or(true, |p| matches!(p.op.kind, OpKind::Summarize { .. }))
+                repeated(pos).is_none()
+                    && removed(pos).map_or(true, |p| matches!(p.op.kind, OpKind::Summarize { .. }))
             })
         });
     }

@@ -25,33 +25,114 @@ pub(crate) struct Planned {
     /// SUMMARIZE: the simulated part of the summary, and the summarizer's input.
     pub simulated: u64,
     pub summarizer_input: u64,
-    /// TRUNCATE / MASK / OFFLOAD: each message's new text and raw tokens (shared with the
-    /// context's cache of edits: strategies send the same this-call edits call after call).
-    pub texts: Vec<(Rc<str>, u64)>,
+    /// TRUNCATE / MASK / OFFLOAD / REPEAT: each message's new text and raw tokens (shared with
+    /// the context's cache of edits: strategies send the same this-call edits call after call).
+    pub texts: EditTexts,
+}
+
+/// The new texts of an edit's messages: one inline (the common case, and every `Repeat`), so
+/// that a decision of a thousand one-message edits allocates nothing per edit.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum EditTexts {
+    #[default]
+    Empty,
+    One((Rc<str>, u64)),
+    Many(Vec<(Rc<str>, u64)>),
+}
+
+impl EditTexts {
+    pub(crate) fn push(&mut self, t: (Rc<str>, u64)) {
+        *self = match std::mem::take(self) {
+            EditTexts::Empty => EditTexts::One(t),
+            EditTexts::One(a) => EditTexts::Many(vec![a, t]),
+            EditTexts::Many(mut v) => {
+                v.push(t);
+                EditTexts::Many(v)
+            }
+        };
+    }
+}
+
+impl std::ops::Deref for EditTexts {
+    type Target = [(Rc<str>, u64)];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            EditTexts::Empty => &[],
+            EditTexts::One(t) => std::slice::from_ref(t),
+            EditTexts::Many(v) => v,
+        }
+    }
 }
 
 /// A checked decision: content edits sorted by position, pins/unpins in decision order.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     pub edits: Vec<Planned>,
+    /// The this-call edits `Repeat` ops made again (ABI 1.7), by position; none of them is at a
+    /// position an edit of `edits` touches. Kept apart, and small, since a strategy may repeat a
+    /// thousand edits a call.
+    pub repeated: Vec<Repeated>,
     pub flags: Vec<Op>,
     /// Tool pairs the decision's removals separate, as an `AllowSplit` op let them.
     pub split_pairs: u64,
 }
 
+/// One message's this-call edit of the previous decision, made again by a `Repeat` op.
+#[derive(Debug, Clone)]
+pub(crate) struct Repeated {
+    pub pos: usize,
+    /// Raw tokens of the message before the edit (now).
+    pub before: u64,
+    pub text: Rc<str>,
+    /// Raw tokens of its new text.
+    pub after: u64,
+}
+
 impl Plan {
     /// Raw tokens the call sends after every edit, persistent and this-call.
     pub(crate) fn sent_tokens(&self, total: u64) -> u64 {
-        self.edits.iter().fold(total, |t, p| t - p.before + p.after)
+        let t = self.edits.iter().fold(total, |t, p| t - p.before + p.after);
+        self.repeated.iter().fold(t, |t, r| t - r.before + r.after)
     }
     /// First position any edit touches (where the prompt's cached prefix ends).
     pub(crate) fn first_touched(&self, scope: Option<Scope>) -> usize {
+        let repeated = match scope {
+            None | Some(Scope::ThisCall) => self.repeated.first().map_or(usize::MAX, |r| r.pos),
+            Some(Scope::Persistent) => usize::MAX,
+        };
         self.edits
             .iter()
             .filter(|p| scope.map_or(true, |s| p.op.scope == s))
             .map(|p| p.op.start)
             .min()
             .unwrap_or(usize::MAX)
+            .min(repeated)
+    }
+    /// Raw tokens this call's view edits (this-call scope) take off what it sends.
+    pub(crate) fn pruned_tokens(&self) -> u64 {
+        let edits: u64 = self
+            .edits
+            .iter()
+            .filter(|p| p.op.scope == Scope::ThisCall)
+            .map(|p| p.before.saturating_sub(p.after))
+            .sum();
+        edits
+            + self
+                .repeated
+                .iter()
+                .map(|r| r.before.saturating_sub(r.after))
+                .sum::<u64>()
+    }
+    /// Whether the decision changes anything the call sends.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.edits.is_empty() && self.repeated.is_empty()
+    }
+    /// The repeated edit at position `pos`, if any.
+    pub(crate) fn repeated_at(&self, pos: usize) -> Option<&Repeated> {
+        self.repeated
+            .binary_search_by_key(&pos, |r| r.pos)
+            .ok()
+            .map(|k| &self.repeated[k])
     }
 }
 
@@ -66,6 +147,7 @@ fn kind_name(k: &OpKind) -> &'static str {
         OpKind::Unpin => "unpin",
         OpKind::AllowSplit => "allow_split",
         OpKind::DropResults { .. } => "drop_results",
+        OpKind::Repeat => "repeat",
     }
 }
 
@@ -155,6 +237,33 @@ pub(crate) fn check(
             ));
         }
         last_end = op.end;
+        if op.kind == OpKind::Repeat {
+            if op.scope != Scope::ThisCall {
+                return Err(format!(
+                    "{}: a repeat is a this-call op (it repeats the previous decision's view edits)",
+                    what()
+                ));
+            }
+            // The previous decision's edits of the range's messages, again: each one a
+            // one-message edit with its text and tokens as they were, the range's tokens now.
+            for (i, text, tokens) in ctx.standing_in(op.start, op.end) {
+                if ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
+                    && !unpinned.iter().any(|&(s, e)| s <= i && i < e)
+                {
+                    return Err(format!(
+                        "{}: touches pinned message at position {i} without unpinning it first",
+                        what()
+                    ));
+                }
+                plan.repeated.push(Repeated {
+                    pos: i,
+                    before: ctx.tokens_in(i, i + 1),
+                    text: text.clone(),
+                    after: tokens,
+                });
+            }
+            continue;
+        }
         if ctx.pinned_in(op.start, op.end) > 0 {
             let touched = (op.start..op.end).find(|&i| {
                 ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
@@ -177,7 +286,7 @@ pub(crate) fn check(
             after: 0,
             simulated: 0,
             summarizer_input: 0,
-            texts: Vec::new(),
+            texts: EditTexts::Empty,
         };
         let removal = matches!(op.kind, OpKind::Drop | OpKind::Summarize { .. });
         // The modelled system's own removals, applied as it makes them.
@@ -312,7 +421,9 @@ pub(crate) fn check(
                     ));
                 }
             }
-            OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => unreachable!("handled above"),
+            OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit | OpKind::Repeat => {
+                unreachable!("handled above")
+            }
         }
         if !p.texts.is_empty() {
             p.after = p.texts.iter().map(|t| t.1).sum();

@@ -19,7 +19,7 @@
  *     was padding, flagged by CTXLAB_FLAG_CONTENT), 1.4 per-result CTXLAB_OP_MASK parts and larger
  *     literal summaries under CTXLAB_OP_ALLOW_SPLIT, 1.5 CTXLAB_OP_DROP_RESULTS, 1.6 the call's
  *     message_parts (appended to ctxlab_call, read only for a message flagged
- *     CTXLAB_FLAG_PARTS). Set `size` to sizeof(ctxlab_plugin_table) as
+ *     CTXLAB_FLAG_PARTS), 1.7 CTXLAB_OP_REPEAT. Set `size` to sizeof(ctxlab_plugin_table) as
  *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 6u
+#define CTXLAB_ABI_MINOR 7u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -192,6 +192,13 @@ typedef struct ctxlab_call {
  * whose call is in the context is a separated pair: only under CTXLAB_OP_ALLOW_SPLIT (counted).
  * Removing every part is refused (use CTXLAB_OP_DROP); a 1.4 host refuses the kind as unknown. */
 #define CTXLAB_OP_DROP_RESULTS 8u
+/* ABI 1.7, CTXLAB_SCOPE_THIS_CALL only: each message in [start, end) gets again the this-call
+ * content edit (truncate, mask, offload, or one repeated so) the agent's previous decision made
+ * to it, with the same new text and tokens; a message that decision did not edit so (or that a
+ * persistent edit changed since) is sent as it is. No `text`. A strategy that re-sends most of
+ * its view edits call after call sends the changed ones and one repeat per stretch between them;
+ * a 1.6 host refuses the kind as unknown. */
+#define CTXLAB_OP_REPEAT 9u
 
 /* Op scopes. */
 #define CTXLAB_SCOPE_PERSISTENT 0u /* the history changes for every later call (a compaction) */

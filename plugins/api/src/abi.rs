@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 6;
+pub const ABI_MINOR: u32 = 7;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -279,6 +279,15 @@ pub const OP_ALLOW_SPLIT: u32 = 7;
 /// call is in the context separates the pair: only inside an `OP_ALLOW_SPLIT` range (counted).
 /// Removing every part is refused (that is a drop); a 1.4 host refuses the op as unknown.
 pub const OP_DROP_RESULTS: u32 = 8;
+/// ABI 1.7, `SCOPE_THIS_CALL` only: each message in the range gets again the this-call content
+/// edit (`OP_TRUNCATE`, `OP_MASK`, `OP_OFFLOAD`, or one repeated so) the agent's previous
+/// decision made to it, with the same new text and tokens; a message that decision did not edit
+/// so, or that a persistent edit changed since, is sent as it is. No `text`. A strategy that
+/// sends most of its view edits again call after call (LibreChat re-sends every consumed tool
+/// result it keeps masked: ~1,000 a call at a 200K window) sends only the ones that changed and
+/// one repeat per stretch between them, and the host works out only those. A 1.6 host refuses
+/// the op as unknown.
+pub const OP_REPEAT: u32 = 9;
 
 /// The op changes the agent's history for every later call (a compaction).
 pub const SCOPE_PERSISTENT: u32 = 0;

@@ -208,6 +208,7 @@ unsafe fn sink_op(sink: &Sink, op: &Op) {
         OpKind::Pin => raw.kind = OP_PIN,
         OpKind::Unpin => raw.kind = OP_UNPIN,
         OpKind::AllowSplit => raw.kind = OP_ALLOW_SPLIT,
+        OpKind::Repeat => raw.kind = OP_REPEAT,
         OpKind::DropResults { remove, contents } => {
             raw.kind = OP_DROP_RESULTS;
             text = OpKind::drop_results_text(remove, contents);

@@ -387,6 +387,12 @@ pub enum OpKind {
         remove: Vec<bool>,
         contents: Vec<String>,
     },
+    /// ABI 1.7, `ThisCall` only. Each message in the range gets again the this-call content edit
+    /// (`Truncate`, `Mask`, `Offload`, or one repeated so) the agent's previous decision made to
+    /// it, with the same text and tokens; a message that decision did not edit so (or that a
+    /// persistent edit changed since) is sent as it is. A strategy that re-sends most of its view
+    /// edits call after call sends the changed ones and a `Repeat` per stretch between them.
+    Repeat,
 }
 
 impl OpKind {

@@ -151,6 +151,7 @@ fn apply(view: &[VMsg], ops: &[Op]) -> Vec<VMsg> {
                 }
             }
             OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => {}
+            OpKind::Repeat => unreachable!("phi-core sends every edit it makes"),
         }
     }
     out

@@ -101,6 +101,7 @@ pub fn apply(call: &TestCall, d: &Decision) -> Vec<TestMsg> {
             match &op.kind {
                 OpKind::AllowSplit => {}
                 OpKind::DropResults { .. } => unreachable!("FIM One removes whole messages only"),
+                OpKind::Repeat => unreachable!("FIM One sends every edit it makes"),
                 OpKind::Pin => m.flags |= FLAG_PINNED,
                 OpKind::Unpin => m.flags &= !FLAG_PINNED,
                 OpKind::Mask { placeholder } => {

@@ -177,6 +177,7 @@ impl Sim {
                 }
                 OpKind::Unpin | OpKind::Truncate { .. } | OpKind::AllowSplit => {}
                 OpKind::DropResults { .. } => unreachable!("fuseraft removes whole messages only"),
+                OpKind::Repeat => unreachable!("fuseraft sends every edit it makes"),
             }
         }
         let input: u64 = ctx.iter().map(|m| m.token_count()).sum();

@@ -1,0 +1,239 @@
+//! ABI 1.7's `Repeat` op through the real replay engine: a strategy that sends the same view
+//! edits call after call (LibreChat masks every consumed tool result it keeps, at every call)
+//! sends the changed ones and a `Repeat` over the rest, and the call is measured exactly as if
+//! it had sent every edit again. What the host repeats is the agent's previous decision's
+//! this-call content edits, message by message; anything else in the range is sent as it is.
+
+use ctxlab::model::{self, Message, MessageFlags, Part, Role, Session, SourcePos};
+use ctxlab::plugin_host::Registry;
+use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+use ctxlab_plugin_api::*;
+use serde_json::{json, Value};
+
+/// Sends, at the agent's k-th call, the ops of its `ops` parameter's k-th list (JSON).
+struct Scripted {
+    ops: Vec<Vec<Op>>,
+}
+
+impl Strategy for Scripted {
+    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
+        if let Some(ops) = self.ops.get(call.agent_call_index() as usize) {
+            out.ops.extend(ops.iter().cloned());
+        }
+        Ok(())
+    }
+    fn export(&self, _: &str) -> Result<String, String> {
+        Ok(String::new())
+    }
+}
+
+struct ScriptedFactory;
+
+impl StrategyFactory for ScriptedFactory {
+    fn info(&self) -> StrategyInfo {
+        StrategyInfo {
+            id: "test.repeat",
+            title: "scripted ops",
+            system: "test",
+            description: "sends the ops it is given, call by call",
+            params: vec![ParamSpec::new(
+                "ops",
+                ParamType::String,
+                json!("[]"),
+                "ops per call",
+            )],
+            export_formats: &[],
+        }
+    }
+    fn create(&self, p: Params) -> Result<Box<dyn Strategy>, String> {
+        let ops = serde_json::from_str(p.str("ops")).map_err(|e| e.to_string())?;
+        Ok(Box::new(Scripted { ops }))
+    }
+    fn import(&self, _: &str, _: &str) -> Result<Value, String> {
+        Ok(Value::Null)
+    }
+}
+
+export_plugin!(name: "repeat", version: "0", strategies: [&ScriptedFactory]);
+
+fn msg(role: Role, parts: Vec<Part>) -> Message {
+    Message {
+        agent: 0,
+        role,
+        parts,
+        timestamp: None,
+        flags: MessageFlags::default(),
+        source: SourcePos::default(),
+    }
+}
+
+fn text(role: Role, t: &str) -> Message {
+    msg(role, vec![Part::Text { text: t.into() }])
+}
+
+/// A user request, then three rounds of (call, long result, answer, next request); a model
+/// call before each answer: with 3, 7 and 11 messages.
+fn session() -> Session {
+    let mut s = Session {
+        id: "repeat".into(),
+        ..Session::default()
+    };
+    s.agent_index("main");
+    s.messages.push(text(Role::User, "read the files"));
+    for k in 0..3 {
+        let id = format!("c{k}");
+        s.messages.push(msg(
+            Role::Assistant,
+            vec![Part::ToolCall {
+                id: id.clone(),
+                name: "read".into(),
+                args: "{}".into(),
+            }],
+        ));
+        s.messages.push(msg(
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: id,
+                content: format!("result {k} ").repeat(40),
+                is_error: false,
+            }],
+        ));
+        s.messages.push(text(Role::Assistant, "done"));
+        s.messages.push(text(Role::User, "go on"));
+    }
+    let call = |end: usize| model::Call {
+        agent: 0,
+        context_end: end,
+        reply: Some(end),
+        usage: None,
+        model: None,
+        timestamp: None,
+        request_id: None,
+        source: SourcePos::default(),
+    };
+    s.calls = vec![call(3), call(7), call(11)];
+    s
+}
+
+fn op(kind: OpKind, scope: Scope, start: usize, end: usize) -> Op {
+    Op {
+        kind,
+        scope,
+        start,
+        end,
+    }
+}
+
+fn mask(t: &str, start: usize) -> Op {
+    op(
+        OpKind::Mask {
+            placeholder: t.into(),
+        },
+        Scope::ThisCall,
+        start,
+        start + 1,
+    )
+}
+
+fn repeat(start: usize, end: usize) -> Op {
+    op(OpKind::Repeat, Scope::ThisCall, start, end)
+}
+
+fn replay(calls: &[Vec<Op>]) -> ctxlab::Result<replay::Run> {
+    let mut reg = Registry::new();
+    reg.add_in_process(plugin_table(), "repeat").unwrap();
+    let entry = reg.require("test.repeat").unwrap().clone();
+    let mut o = ReplayOptions::new(ctxlab::tokens::counter("chars4").unwrap());
+    o.budget = Some(Budget {
+        context_window: 100_000,
+        max_output: 0,
+        reserve: 0,
+    });
+    o.record_decisions = true;
+    let spec = StrategySpec::Plugin {
+        entry,
+        params: json!({ "ops": serde_json::to_string(calls).unwrap() }),
+    };
+    replay::run(&session(), spec, &o)
+}
+
+/// What a run measured and decided, call by call (not its strategy's parameters).
+fn outcome(run: &replay::Run) -> String {
+    serde_json::to_string(&(&run.samples, &run.decisions, &run.metrics)).unwrap()
+}
+
+#[test]
+fn a_repeat_measures_as_the_edits_sent_again() {
+    let (m2, m6) = (mask("[masked 2]", 2), mask("[masked 6]", 6));
+    let again = replay(&[
+        vec![m2.clone()],
+        vec![m2.clone(), m6.clone()],
+        vec![m2.clone(), m6.clone()],
+    ])
+    .unwrap();
+    let repeated = replay(&[
+        vec![m2.clone()],
+        vec![repeat(0, 6), m6.clone()],
+        vec![repeat(0, 11)],
+    ])
+    .unwrap();
+    assert_eq!(outcome(&again), outcome(&repeated));
+    // The edits are really there: the masked call sends fewer tokens than none.
+    let none = replay(&[]).unwrap();
+    assert!(repeated.samples[2].input_tokens < none.samples[2].input_tokens);
+    // A changed edit between repeats: the same as the new edit sent alone.
+    let x = mask("[x]", 2);
+    let sent = replay(&[vec![m2.clone()], vec![x.clone()]]).unwrap();
+    let mixed = replay(&[vec![m2.clone()], vec![repeat(0, 2), x, repeat(3, 7)]]).unwrap();
+    assert_eq!(outcome(&sent), outcome(&mixed));
+}
+
+#[test]
+fn a_repeat_repeats_only_the_previous_decision() {
+    let first = vec![mask("[masked]", 2)];
+    // Nothing edited at call 1: the repeat at call 2 has nothing to repeat.
+    let gap = replay(&[first.clone(), vec![], vec![repeat(0, 11)]]).unwrap();
+    let none_after = replay(&[first.clone(), vec![], vec![]]).unwrap();
+    assert_eq!(outcome(&gap), outcome(&none_after));
+    // Outside the repeat's range the previous edit is gone.
+    let outside = replay(&[first.clone(), vec![repeat(3, 7)]]).unwrap();
+    let dropped_edit = replay(&[first.clone(), vec![]]).unwrap();
+    assert_eq!(outcome(&outside), outcome(&dropped_edit));
+    // A repeated edit is itself repeated at the next call.
+    let chain = replay(&[first.clone(), vec![repeat(0, 7)], vec![repeat(0, 11)]]).unwrap();
+    let sent = replay(&[first.clone(), first.clone(), first.clone()]).unwrap();
+    assert_eq!(outcome(&chain), outcome(&sent));
+}
+
+#[test]
+fn a_persistent_edit_of_the_message_ends_its_repeat() {
+    // Call 1 drops messages 0..4 for good (the masked result among them) and masks nothing; the
+    // repeat at call 2 finds nothing to repeat.
+    let drop = op(OpKind::Drop, Scope::Persistent, 0, 4);
+    let a = replay(&[
+        vec![mask("[masked]", 2)],
+        vec![drop.clone()],
+        vec![repeat(0, 7)],
+    ])
+    .unwrap();
+    let b = replay(&[vec![mask("[masked]", 2)], vec![drop], vec![]]).unwrap();
+    assert_eq!(outcome(&a), outcome(&b));
+}
+
+#[test]
+fn a_repeat_is_a_this_call_op() {
+    let persistent = op(OpKind::Repeat, Scope::Persistent, 0, 3);
+    let err = replay(&[vec![mask("[masked]", 2)], vec![persistent]])
+        .expect_err("a persistent repeat is refused")
+        .to_string();
+    assert!(err.contains("repeat is a this-call op"), "{err}");
+    // Ranges still follow the rules of every op: sorted, not overlapping, in bounds.
+    let err = replay(&[vec![mask("[m]", 2)], vec![repeat(0, 3), mask("[x]", 2)]])
+        .expect_err("an overlap is refused")
+        .to_string();
+    assert!(err.contains("overlaps"), "{err}");
+    let err = replay(&[vec![repeat(0, 99)]])
+        .expect_err("out of bounds")
+        .to_string();
+    assert!(err.contains("past the context"), "{err}");
+}
