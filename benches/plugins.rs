@@ -143,6 +143,9 @@ struct Row {
     engine_secs: f64,
     compactions: usize,
     events: usize,
+    /// BLAKE3 of the run's JSON (first 12 hex digits): the same for every version of the host
+    /// and plugins that keeps the results identical.
+    digest: String,
 }
 
 impl Row {
@@ -187,7 +190,7 @@ fn main() {
         .collect();
     println!("built-in plugins on generated tool-heavy sessions (one core, heuristic counter)");
     println!(
-        "{:<38} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>12}",
+        "{:<38} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>12} {:>12}",
         "strategy",
         "messages",
         "calls",
@@ -197,7 +200,8 @@ fn main() {
         "engine s",
         "comp.",
         "events",
-        "target"
+        "target",
+        "digest"
     );
     let mut rows: Vec<Row> = Vec::new();
     let mut prepare_secs = Vec::new();
@@ -249,6 +253,7 @@ fn main() {
                     engine_secs,
                     compactions: 0,
                     events: 0,
+                    digest: String::new(),
                 }
             } else {
                 let spec = StrategySpec::Plugin {
@@ -273,10 +278,11 @@ fn main() {
                     engine_secs,
                     compactions: run.compactions.len(),
                     events: run.events.len(),
+                    digest: digest(&run),
                 }
             };
             println!(
-                "{:<38} {:>10} {:>8} {:>9} {:>9.3} {:>9} {:>9.3} {:>6} {:>8} {:>12}",
+                "{:<38} {:>10} {:>8} {:>9} {:>9.3} {:>9} {:>9.3} {:>6} {:>8} {:>12} {:>12}",
                 row.label,
                 fmt_tokens(n as u64),
                 fmt_tokens(row.calls as u64),
@@ -289,12 +295,18 @@ fn main() {
                 row.engine_secs,
                 fmt_tokens(row.compactions as u64),
                 fmt_tokens(row.events as u64),
-                verdict(&row)
+                verdict(&row),
+                row.digest
             );
             rows.push(row);
         }
     }
     write_fragment("plugins", &markdown(&rows, &configs, &sizes, &prepare_secs));
+}
+
+fn digest(run: &replay::Run) -> String {
+    let json = serde_json::to_vec(run).expect("a run serializes");
+    blake3::hash(&json).to_hex()[..12].to_string()
 }
 
 fn verdict(r: &Row) -> &'static str {

@@ -6,7 +6,8 @@
 
 use crate::config::{Config, Trigger};
 use crate::prune::{
-    js_round, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, Texts, PRESSURE_MASKING,
+    js_round, link, Ids, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, Text, Texts,
+    PRESSURE_MASKING,
 };
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy, Threshold,
@@ -33,9 +34,18 @@ struct AgentState {
     info: Vec<Lc>,
     /// Positions (in `info`) of the pinned messages.
     pinned: Vec<usize>,
+    /// Where each tool-call id of `info` occurs (`prune::link`).
+    ids: Ids,
     /// Position of the latest human message: the host's counts of the messages after it change
     /// when the next one arrives (a reply's transient tokens, hidden reasoning, leave then).
     request_start: usize,
+    /// The this-call edits the last decision sent, by host position, with the texts sent (the
+    /// run's own, so an unchanged one is known by its address): what a `Repeat` op (ABI 1.7)
+    /// sends again.
+    sent: Vec<(usize, Text)>,
+    /// The leading summaries at the last decision: with a history that only grew since, the
+    /// positions in `sent` still name the same messages.
+    sent_base: usize,
 }
 
 /// The LangChain shape of one host message, kept between calls; `tools_before` counts the tool
@@ -71,6 +81,7 @@ fn info_of(m: &ctxlab_plugin_api::Msg<'_>, tools_before: usize) -> Lc {
         calls,
         pinned: m.is_pinned(),
         text_tokens: Default::default(),
+        orphan_from: usize::MAX,
     }
 }
 
@@ -95,6 +106,9 @@ struct Budget {
 
 pub struct LibreChat {
     cfg: Config,
+    /// Sends the edits that did not change as `Repeat` ops (ABI 1.7); off only to test that
+    /// this changes nothing.
+    repeat: bool,
     /// Runs keep what they share (see `prune::Frozen`); off only to test that this changes
     /// nothing.
     incremental: bool,
@@ -197,6 +211,12 @@ impl LibreChat {
         self
     }
 
+    /// Every edit sent with its text at every call, no `Repeat` (for tests).
+    pub fn without_repeat(mut self) -> LibreChat {
+        self.repeat = false;
+        self
+    }
+
     /// Messages in the frozen prefixes of the agents' pruners (for tests).
     #[cfg(test)]
     pub fn frozen(&self) -> usize {
@@ -210,6 +230,7 @@ impl LibreChat {
     pub fn new(cfg: Config) -> LibreChat {
         LibreChat {
             cfg,
+            repeat: true,
             incremental: true,
             agents: HashMap::new(),
             last_budget: None,
@@ -252,7 +273,13 @@ impl Strategy for LibreChat {
                 .take_while(|(info, i)| info.id == call.msg(*i).id())
                 .count()
         };
-        st.info.truncate(same);
+        if same < st.info.len() {
+            st.info.truncate(same);
+            st.ids.clear();
+            for q in 0..same {
+                link(&mut st.info, &mut st.ids, q);
+            }
+        }
         st.pinned.retain(|&p| p < same);
         if !grew {
             st.request_start = 0;
@@ -284,7 +311,12 @@ impl Strategy for LibreChat {
                 st.request_start = st.info.len();
             }
             st.info.push(info);
+            let q = st.info.len() - 1;
+            link(&mut st.info, &mut st.ids, q);
         }
+        // The last decision's edits are known at today's positions when the history only grew
+        // since (or it made none).
+        let repeat = st.sent.is_empty() || (grew && base == st.sent_base);
         let msgs: &[Lc] = &st.info;
         let tx = CallTexts { call, base };
 
@@ -324,7 +356,15 @@ impl Strategy for LibreChat {
             reserve_ratio: cfg.reserve_ratio,
             pruning: cfg.pruning.clone(),
         };
-        let res: Pruned = pruner.prune(&settings, msgs, &tx, usage, instructions, &HostCount(call));
+        let res: Pruned = pruner.prune(
+            &settings,
+            msgs,
+            &st.ids,
+            &tx,
+            usage,
+            instructions,
+            &HostCount(call),
+        );
         if res.calibration_ratio > 0.0 {
             st.ratio = res.calibration_ratio;
         }
@@ -376,6 +416,7 @@ impl Strategy for LibreChat {
                 // (the count goes back to 0) and drops the pruner.
                 st.last_summary_count = 0;
                 st.pruner = None;
+                st.sent.clear();
                 summarize_all(call, cfg, res.refine, res.pressure, out);
                 return Ok(());
             }
@@ -401,16 +442,20 @@ impl Strategy for LibreChat {
             }
         }
         let pruner = st.pruner.as_ref().expect("the pruner of this call");
-        emit(
+        let sent = emit(
             base,
             msgs,
+            &st.ids,
             &tx,
             &st.pinned,
             &res,
             pruner,
             settings.summarization,
+            (repeat && self.repeat).then_some(&st.sent[..]),
             out,
         );
+        st.sent = sent;
+        st.sent_base = base;
         Ok(())
     }
 
@@ -455,62 +500,90 @@ impl Strategy for LibreChat {
     }
 }
 
+/// What a kept message sends in place of its original.
+#[derive(Clone, Copy)]
+enum Edit<'a> {
+    /// Its original.
+    None,
+    /// The run's text of it ([`Pruner::run_text_rc`]).
+    Run(&'a Text),
+    /// A text of this call only.
+    Own(&'a str),
+}
+
 /// The call's ops: the messages the pruner left out are dropped, the ones it sends changed are
 /// replaced by their new text (one op each: LibreChat's markers state each original length).
 /// It works on the messages sent and the stretches left out, not on every message.
+///
+/// With `prev` (the edits the last decision sent, by host position, when they still name the
+/// same messages), a stretch of kept messages that send what they sent then, edited by the same
+/// run text or not edited at all, is one `Repeat` op (ABI 1.7): only the edits that changed are
+/// sent with their text. Returns the edits this decision makes, for the next one.
 #[allow(clippy::too_many_arguments)]
 fn emit(
     base: usize,
     msgs: &[Lc],
+    ids: &Ids,
     tx: &dyn Texts,
     pinned: &[usize],
     res: &Pruned,
     pruner: &Pruner,
     summarization: bool,
+    prev: Option<&[(usize, Text)]>,
     out: &mut Decision,
-) {
+) -> Vec<(usize, Text)> {
     let n = msgs.len();
     // The kept positions, ascending, with what each sends when it is not its original.
-    let mut kept: Vec<(usize, Option<&str>)> = res
+    let mut kept: Vec<(usize, Edit<'_>)> = res
         .context
         .iter()
         .map(|(i, t)| {
-            let text = match t {
-                Sent::Run => pruner.run_text(*i),
-                Sent::Own(t) => Some(t.as_str()).filter(|t| *t != tx.text(*i)),
+            let edit = match t {
+                Sent::Run => pruner.run_text_rc(*i).map_or(Edit::None, Edit::Run),
+                Sent::Own(t) if t.as_str() != tx.text(*i) => Edit::Own(t.as_str()),
+                Sent::Own(_) => Edit::None,
             };
-            (*i, text)
+            (*i, edit)
         })
         .collect();
     let is_kept =
-        |kept: &[(usize, Option<&str>)], p: usize| kept.binary_search_by_key(&p, |k| k.0).is_ok();
+        |kept: &[(usize, Edit<'_>)], p: usize| kept.binary_search_by_key(&p, |k| k.0).is_ok();
     // The host refuses a drop that separates a call from its result: a result dropped as an
     // orphan whose call lies in another dropped stretch takes the messages between with it.
     // Only a dropped result after a kept message (the system message at 0 aside) can have kept
     // messages before it back to its call.
     let first_seen = kept
         .iter()
-        .map(|k| k.0)
-        .find(|&p| !(p == 0 && msgs[0].kind == Kind::System));
+        .position(|k| !(k.0 == 0 && msgs[0].kind == Kind::System));
     let mut widened = 0;
-    if let Some(first) = first_seen {
-        let mut p = first + 1;
+    if let Some(mut k) = first_seen {
+        // `kept[k]` is the first kept message at or after `p`.
+        let mut p = kept[k].0 + 1;
+        k += 1;
         while p < n {
-            if is_kept(&kept, p) {
+            while k < kept.len() && kept[k].0 < p {
+                k += 1;
+            }
+            if k < kept.len() && kept[k].0 == p {
                 p += 1;
                 continue;
             }
             if let Some(r) = msgs[p].result_of.as_deref() {
                 // The call's position is the last message carrying its id (ids may repeat: an
                 // empty one does).
-                let q = (0..n)
-                    .rev()
-                    .find(|&q| msgs[q].calls.iter().any(|(id, _)| &**id == r));
+                let q = if r.is_empty() {
+                    (0..n)
+                        .rev()
+                        .find(|&q| msgs[q].calls.iter().any(|(id, _)| &**id == r))
+                } else {
+                    ids.get(r).and_then(|e| e.calls.last().copied())
+                };
                 if let Some(q) = q {
                     if q < p && !is_kept(&kept, q) {
                         let before = kept.len();
                         kept.retain(|k| !(q..p).contains(&k.0));
                         widened += before - kept.len();
+                        k = kept.partition_point(|x| x.0 < p);
                     }
                 }
             }
@@ -587,21 +660,58 @@ fn emit(
             out.drop_range(base + from..base + e, Scope::ThisCall);
         }
     };
+    // The stretch of kept messages a `Repeat` may cover: [start, end), and whether it holds an
+    // edit to repeat.
+    let repeat = |run: &mut Option<(usize, usize, bool)>, out: &mut Decision| {
+        if let Some((s, e, true)) = run.take() {
+            out.op(OpKind::Repeat, Scope::ThisCall, base + s..base + e);
+        }
+    };
+    let mut run: Option<(usize, usize, bool)> = None;
+    let mut sent = Vec::with_capacity(prev.map_or(0, |p| p.len() + 8));
+    let mut was = prev.unwrap_or(&[]).iter().peekable();
     let mut next = 0;
-    for (i, text) in kept {
-        drop(next, i, out);
-        if let Some(t) = text {
+    for (i, edit) in kept {
+        if i > next {
+            repeat(&mut run, out);
+            drop(next, i, out);
+        }
+        next = i + 1;
+        // What the last decision sent for this message (its edit, if any).
+        while was.next_if(|w| w.0 < base + i).is_some() {}
+        let before = was.next_if(|w| w.0 == base + i).map(|w| &w.1);
+        let same = match (edit, before) {
+            (Edit::None, None) => Some(false),
+            (Edit::Run(t), Some(b)) if Text::ptr_eq(t, b) => Some(true),
+            _ => None,
+        };
+        match same {
+            Some(edited) if prev.is_some() => {
+                let r = run.get_or_insert((i, i, false));
+                r.1 = i + 1;
+                r.2 |= edited;
+            }
+            _ => repeat(&mut run, out),
+        }
+        let text = match edit {
+            Edit::None => continue,
+            Edit::Run(t) => t.clone(),
+            Edit::Own(t) => Text::from(t),
+        };
+        if same.is_none() || prev.is_none() {
             out.op(
                 OpKind::Mask {
-                    placeholder: t.to_string(),
+                    placeholder: text.to_string(),
                 },
                 Scope::ThisCall,
                 base + i..base + i + 1,
             );
         }
-        next = i + 1;
+        sent.push((base + i, text));
     }
+    repeat(&mut run, out);
     drop(next, n, out);
+    sent
 }
 
 fn trigger_text(t: Option<Trigger>) -> String {

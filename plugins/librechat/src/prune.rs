@@ -10,6 +10,9 @@ use crate::truncation::{
     truncate_result, truncate_result_of,
 };
 
+/// A text the run made (masked, truncated, pruned), shared.
+pub type Text = std::sync::Arc<str>;
+
 /// `PRESSURE_THRESHOLD_MASKING`.
 pub const PRESSURE_MASKING: f64 = 0.8;
 /// `PRESSURE_BANDS`: pressure → budget factor of context fading.
@@ -60,6 +63,79 @@ pub struct Lc {
     pub pinned: bool,
     /// The counter's count of the original text, once a cut needed it ([`Recount`]).
     pub text_tokens: std::cell::Cell<Option<u64>>,
+    /// In a context of the messages from position f on (the system message aside), this one is
+    /// an orphan (a result whose call is not there, an AI message one of whose calls has no
+    /// result there) when f ≥ `orphan_from` ([`link`]; `usize::MAX`: never).
+    pub orphan_from: usize,
+}
+
+/// Where a tool-call id occurs: the positions of the AI messages that carry it and of the
+/// results that answer it, ascending (an id is seldom used twice).
+#[derive(Debug, Default, Clone)]
+pub struct IdAt {
+    pub calls: Vec<usize>,
+    pub results: Vec<usize>,
+}
+
+/// The history's non-empty tool-call ids ([`link`]).
+pub type Ids = ctxlab_plugin_api::hash::FnvMap<Box<str>, IdAt>;
+
+/// `orphan_from` of the AI message at `q`: the least f at which a context from f on holds no
+/// result for one of its calls with an id.
+fn ai_orphan_from(msgs: &[Lc], ids: &Ids, q: usize) -> usize {
+    msgs[q]
+        .calls
+        .iter()
+        .filter(|(id, _)| !id.is_empty())
+        .map(|(id, _)| {
+            ids.get(id)
+                .and_then(|e| e.results.last())
+                .map_or(0, |&r| r + 1)
+        })
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// Adds the message at `q` (the last one) to `ids` and works out its `orphan_from` and that of
+/// the messages whose calls or results share an id with it: `repairOrphanedToolMessages`' sets
+/// of the context's call and result ids, kept per message so that a call tests each message by
+/// one comparison instead of building the sets.
+pub fn link(msgs: &mut [Lc], ids: &mut Ids, q: usize) {
+    match msgs[q].kind {
+        Kind::Ai => {
+            for k in 0..msgs[q].calls.len() {
+                if msgs[q].calls[k].0.is_empty() {
+                    continue;
+                }
+                let e = ids.entry(msgs[q].calls[k].0.clone()).or_default();
+                e.calls.push(q);
+                for &r in &e.results {
+                    msgs[r].orphan_from = q + 1;
+                }
+            }
+            msgs[q].orphan_from = ai_orphan_from(msgs, ids, q);
+        }
+        Kind::Tool => match msgs[q].result_of.clone().filter(|r| !r.is_empty()) {
+            Some(id) => {
+                let e = ids.entry(id).or_default();
+                e.results.push(q);
+                msgs[q].orphan_from = e.calls.last().map_or(0, |&c| c + 1);
+                let calls = e.calls.clone();
+                for c in calls {
+                    msgs[c].orphan_from = ai_orphan_from(msgs, ids, c);
+                }
+            }
+            None => msgs[q].orphan_from = 0,
+        },
+        _ => msgs[q].orphan_from = usize::MAX,
+    }
+}
+
+/// Whether a context from position `f` on holds a result answering `id`.
+fn has_result(ids: &Ids, id: &str, f: usize) -> bool {
+    ids.get(id)
+        .and_then(|e| e.results.last())
+        .is_some_and(|&r| r >= f)
 }
 
 /// The original texts of the messages (the host's flattened text: text parts, tool arguments,
@@ -173,8 +249,9 @@ pub struct Pruner {
     /// The first human message: contextPruning protects what comes before it.
     first_human: Option<usize>,
     map: Vec<Option<u64>>,
-    /// The mutated content of a message (masked, truncated, pruned) within the run.
-    content: Vec<Option<String>>,
+    /// The mutated content of a message (masked, truncated, pruned) within the run. Shared, so
+    /// that the plugin knows a text it sent at the last call by its address (`Pruner::run_text_rc`).
+    content: Vec<Option<Text>>,
     /// The current tool-call inputs of an AI message whose inputs were truncated.
     inputs: Inputs,
     /// Length of each message as it is now, in UTF-16 code units (`content.length`).
@@ -319,6 +396,11 @@ impl Pruner {
         self.content.get(i).and_then(|t| t.as_deref())
     }
 
+    /// [`Pruner::run_text`], shared: the same allocation while the run leaves the text alone.
+    pub fn run_text_rc(&self, i: usize) -> Option<&Text> {
+        self.content.get(i).and_then(|t| t.as_ref())
+    }
+
     fn text<'m>(&'m self, tx: &'m dyn Texts, i: usize) -> &'m str {
         self.content[i].as_deref().unwrap_or_else(|| tx.text(i))
     }
@@ -407,6 +489,7 @@ impl Pruner {
         &mut self,
         s: &Settings,
         msgs: &[Lc],
+        ids: &Ids,
         tx: &dyn Texts,
         usage: Option<(u64, u64)>,
         instructions: f64,
@@ -635,7 +718,7 @@ impl Pruner {
         let texts = &self.content[..n];
         let fit = within_limit(msgs, counts, raw_budget, raw_instructions);
         let (mut context, mut reclaimed, dropped) =
-            repair_orphans(msgs, tx, counts, texts, &self.inputs, &fit.context, rc);
+            repair_orphans(msgs, ids, tx, counts, texts, &self.inputs, &fit.context, rc);
         out.orphans = dropped;
         let mut refine = fit.refine + dropped;
         let remaining_initial = fit.remaining;
@@ -645,8 +728,16 @@ impl Pruner {
             let budget = 1024f64.max(effective) as i64;
             let (counts2, texts2, inputs2) = self.faded(msgs, tx, budget, rc);
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) =
-                repair_orphans(msgs, tx, &counts2, &texts2, &inputs2, &retry.context, rc);
+            let (c, r, d) = repair_orphans(
+                msgs,
+                ids,
+                tx,
+                &counts2,
+                &texts2,
+                &inputs2,
+                &retry.context,
+                rc,
+            );
             if !c.is_empty() {
                 context = own(c, &texts2);
                 reclaimed = r;
@@ -668,14 +759,14 @@ impl Pruner {
                     Kind::Tool => {
                         if let Some(t) = truncate_result(text, cap) {
                             counts2[i] = Some(rc.recount(m, tx.text(i), &t));
-                            texts2[i] = Some(t);
+                            texts2[i] = Some(t.into());
                         }
                     }
                     Kind::Ai => {
                         if let Some((t, now)) = truncate_inputs(m, tx.text(i), inputs.get(&i), cap)
                         {
                             counts2[i] = Some(rc.recount(m, tx.text(i), &t));
-                            texts2[i] = Some(t);
+                            texts2[i] = Some(t.into());
                             inputs.insert(i, now);
                         }
                     }
@@ -683,8 +774,16 @@ impl Pruner {
                 }
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) =
-                repair_orphans(msgs, tx, &counts2, &texts2, &inputs, &retry.context, rc);
+            let (c, r, d) = repair_orphans(
+                msgs,
+                ids,
+                tx,
+                &counts2,
+                &texts2,
+                &inputs,
+                &retry.context,
+                rc,
+            );
             context = own(c, &texts2);
             reclaimed = r;
             refine += retry.refine + d;
@@ -728,7 +827,7 @@ impl Pruner {
             if let Some(t) = truncate_result_of(self.text(tx, i), self.lens[i], max) {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
-                self.content[i] = Some(t);
+                self.content[i] = Some(t.into());
                 masked += 1;
             }
         }
@@ -761,7 +860,7 @@ impl Pruner {
         tx: &dyn Texts,
         base: i64,
         rc: &dyn Recount,
-    ) -> (Vec<Option<u64>>, Vec<Option<String>>, Inputs) {
+    ) -> (Vec<Option<u64>>, Vec<Option<Text>>, Inputs) {
         let (mut counts, mut content, mut lens, mut inputs) = (
             self.map.clone(),
             self.content.clone(),
@@ -844,7 +943,7 @@ impl Pruner {
             if let Some(t) = new {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
-                self.content[i] = Some(t);
+                self.content[i] = Some(t.into());
                 changed += 1;
             }
         }
@@ -906,7 +1005,7 @@ struct Work<'w> {
     counts: &'w mut Vec<Option<u64>>,
     /// The sum of `counts`, kept with them.
     total: &'w mut u64,
-    content: &'w mut Vec<Option<String>>,
+    content: &'w mut Vec<Option<Text>>,
     lens: &'w mut Vec<u64>,
     inputs: &'w mut Inputs,
 }
@@ -943,7 +1042,7 @@ fn preflight_on(
         if let Some(new) = truncate_result_of(text, w.lens[i], max) {
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
-            w.content[i] = Some(new);
+            w.content[i] = Some(new.into());
             changed += 1;
         }
     }
@@ -962,7 +1061,7 @@ fn preflight_on(
         if let Some((new, now)) = truncate_inputs(m, tx.text(i), w.inputs.get(&i), input_cap) {
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
-            w.content[i] = Some(new);
+            w.content[i] = Some(new.into());
             w.inputs.insert(i, now);
             changed += 1;
         }
@@ -1051,72 +1150,73 @@ fn within_limit(
 /// tokens reclaimed, it joins messagesToRefine); an AI message whose calls lost their results
 /// is stripped of them, or dropped when nothing else is left. Returns the context (position,
 /// text sent when not the original), the tokens reclaimed and how many were dropped.
+///
+/// The context is the system message (if any) and every message from some position f on
+/// (`getMessagesWithinTokenLimit`), so the sets of its call and result ids are those of the
+/// history from f on: each message is tested by its `orphan_from` ([`link`]).
+#[allow(clippy::too_many_arguments)]
 fn repair_orphans(
     msgs: &[Lc],
+    ids: &Ids,
     tx: &dyn Texts,
     counts: &[Option<u64>],
-    texts: &[Option<String>],
+    texts: &[Option<Text>],
     inputs: &Inputs,
     context: &[usize],
     rc: &dyn Recount,
 ) -> (Vec<(usize, Sent)>, f64, usize) {
-    let mut calls = std::collections::HashSet::new();
-    let mut results = std::collections::HashSet::new();
-    for &i in context {
-        for (id, _) in &msgs[i].calls {
-            if !id.is_empty() {
-                calls.insert(&**id);
-            }
-        }
-        if let Some(r) = msgs[i].result_of.as_deref().filter(|r| !r.is_empty()) {
-            results.insert(r);
-        }
-    }
+    let n = msgs.len();
+    let rest = match context {
+        [0, rest @ ..] if msgs[0].kind == Kind::System => rest,
+        all => all,
+    };
+    let f = rest.first().copied().unwrap_or(n);
+    debug_assert!(
+        rest.iter().copied().eq(f..n),
+        "a context from one position on"
+    );
     let mut out = Vec::with_capacity(context.len());
     let mut reclaimed = 0f64;
     let mut dropped = 0;
     for &i in context {
         let m = &msgs[i];
+        if f < m.orphan_from {
+            out.push((i, Sent::Run));
+            continue;
+        }
         match m.kind {
             Kind::Tool => {
-                if !m.result_of.as_deref().is_some_and(|r| calls.contains(r)) {
+                dropped += 1;
+                reclaimed += counts[i].unwrap_or(0) as f64;
+                continue;
+            }
+            Kind::Ai if !m.calls.is_empty() => {
+                // Strip the unanswered calls: what is left is the text and the answered
+                // calls' arguments.
+                let cur = texts[i].as_deref().unwrap_or_else(|| tx.text(i));
+                let mut stripped = cur.to_string();
+                // Each unanswered call's input as it is now (truncated inputs are wrappers).
+                // `stripOrphanToolUseBlocks` keeps a tool_use block only when a kept result
+                // answers its id, so a call without an id goes too (no result has an empty
+                // id: `getToolResultId`), though only a call with one makes the message an
+                // orphan (`getToolCallIds`).
+                let now = inputs.get(&i);
+                for (k, (id, args)) in m.calls.iter().enumerate() {
+                    let input = now.and_then(|v| v.get(k)).map_or(&**args, |x| x.as_str());
+                    if !has_result(ids, id, f) && !input.is_empty() {
+                        stripped = stripped.replacen(input, "", 1);
+                    }
+                }
+                let left = m.has_text || m.calls.iter().any(|(id, _)| has_result(ids, id, f));
+                if !left {
                     dropped += 1;
                     reclaimed += counts[i].unwrap_or(0) as f64;
                     continue;
                 }
-            }
-            Kind::Ai if !m.calls.is_empty() => {
-                if m.calls
-                    .iter()
-                    .any(|(id, _)| !id.is_empty() && !results.contains(&**id))
-                {
-                    // Strip the unanswered calls: what is left is the text and the answered
-                    // calls' arguments.
-                    let cur = texts[i].as_deref().unwrap_or_else(|| tx.text(i));
-                    let mut stripped = cur.to_string();
-                    // Each unanswered call's input as it is now (truncated inputs are wrappers).
-                    // `stripOrphanToolUseBlocks` keeps a tool_use block only when a kept result
-                    // answers its id, so a call without an id goes too (no result has an empty
-                    // id: `getToolResultId`), though only a call with one makes the message an
-                    // orphan (`getToolCallIds`).
-                    let now = inputs.get(&i);
-                    for (k, (id, args)) in m.calls.iter().enumerate() {
-                        let input = now.and_then(|v| v.get(k)).map_or(&**args, |x| x.as_str());
-                        if !results.contains(&**id) && !input.is_empty() {
-                            stripped = stripped.replacen(input, "", 1);
-                        }
-                    }
-                    let left = m.has_text || m.calls.iter().any(|(id, _)| results.contains(&**id));
-                    if !left {
-                        dropped += 1;
-                        reclaimed += counts[i].unwrap_or(0) as f64;
-                        continue;
-                    }
-                    let t = rc.recount(m, tx.text(i), stripped.trim_end_matches('\n'));
-                    reclaimed += counts[i].unwrap_or(0) as f64 - t as f64;
-                    out.push((i, Sent::Own(stripped.trim_end_matches('\n').to_string())));
-                    continue;
-                }
+                let t = rc.recount(m, tx.text(i), stripped.trim_end_matches('\n'));
+                reclaimed += counts[i].unwrap_or(0) as f64 - t as f64;
+                out.push((i, Sent::Own(stripped.trim_end_matches('\n').to_string())));
+                continue;
             }
             _ => {}
         }
@@ -1127,11 +1227,11 @@ fn repair_orphans(
 
 /// A context repaired on copies of the run's texts (fallback, emergency): each kept message
 /// sends its copy.
-fn own(context: Vec<(usize, Sent)>, texts: &[Option<String>]) -> Vec<(usize, Sent)> {
+fn own(context: Vec<(usize, Sent)>, texts: &[Option<Text>]) -> Vec<(usize, Sent)> {
     context
         .into_iter()
         .map(|(i, sent)| match (sent, &texts[i]) {
-            (Sent::Run, Some(t)) => (i, Sent::Own(t.clone())),
+            (Sent::Run, Some(t)) => (i, Sent::Own(t.to_string())),
             (sent, _) => (i, sent),
         })
         .collect()
@@ -1148,6 +1248,15 @@ mod tests {
         }
     }
 
+    /// The messages' ids, linked in order as they arrive.
+    fn linked(msgs: &mut [Lc]) -> Ids {
+        let mut ids = Ids::default();
+        for q in 0..msgs.len() {
+            link(msgs, &mut ids, q);
+        }
+        ids
+    }
+
     fn lc(kind: Kind, id: u64, text: &str, calls: &[(Box<str>, Box<str>)]) -> Lc {
         Lc {
             kind,
@@ -1161,6 +1270,7 @@ mod tests {
             result_of: None,
             pinned: false,
             text_tokens: Default::default(),
+            orphan_from: usize::MAX,
         }
     }
 
@@ -1178,11 +1288,13 @@ mod tests {
         let text = "Looking.\n{\"q\":\"search\"}\n{\"cmd\":\"ls\"}\n{\"cmd\":\"pwd\"}";
         let mut result = lc(Kind::Tool, 2, "file.txt", &[]);
         result.result_of = Some("c2".into());
-        let msgs = [lc(Kind::Ai, 1, text, &calls), result];
+        let mut msgs = [lc(Kind::Ai, 1, text, &calls), result];
+        let ids = linked(&mut msgs);
         let texts: Vec<&str> = vec![text, "file.txt"];
         let counts: Vec<Option<u64>> = msgs.iter().map(|m| Some(m.tokens)).collect();
         let (out, reclaimed, dropped) = repair_orphans(
             &msgs,
+            &ids,
             &texts,
             &counts,
             &[None, None],
@@ -1202,9 +1314,11 @@ mod tests {
         );
         // Answered calls and id-less ones alone: no orphan, nothing stripped.
         let answered = &calls[..1];
-        let msgs = [lc(Kind::Ai, 1, text, answered), msgs[1].clone()];
+        let mut msgs = [lc(Kind::Ai, 1, text, answered), msgs[1].clone()];
+        let ids = linked(&mut msgs);
         let (out, _, _) = repair_orphans(
             &msgs,
+            &ids,
             &texts,
             &counts,
             &[None, None],

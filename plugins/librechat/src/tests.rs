@@ -255,7 +255,9 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
         ),
     ] {
         let mut inc = engine(params.clone());
-        let mut full = engine(params.clone()).from_scratch();
+        let mut full = engine(params.clone()).from_scratch().without_repeat();
+        let mut last = Vec::new();
+        let (mut repeats, mut masks) = (0, 0);
         let mut prev = 0;
         let mut most = 0;
         for k in 1..history.len() {
@@ -269,6 +271,13 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
                 .any(|m| m.role == ctxlab_plugin_api::Role::User);
             prev = k;
             let a = c.decide(&mut inc).unwrap();
+            repeats += a.ops.iter().filter(|o| o.kind == OpKind::Repeat).count();
+            masks += a
+                .ops
+                .iter()
+                .filter(|o| matches!(o.kind, OpKind::Mask { .. }))
+                .count();
+            let a = resolved(a, &mut last);
             let b = c.decide(&mut full).unwrap();
             assert_eq!(
                 format!("{a:?}"),
@@ -281,5 +290,71 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
         if freezes {
             assert!(most > history.len() / 4, "{params}: frozen prefix {most}");
         }
+        assert!(repeats > 0, "{params}: no repeat op");
+        let without = full_masks(&params, &history);
+        assert!(
+            masks < without,
+            "{params}: {masks} masks sent, {without} without repeats"
+        );
     }
+}
+
+/// The masks an engine without `Repeat` sends over the same calls.
+fn full_masks(params: &serde_json::Value, history: &[TestMsg]) -> usize {
+    let mut e = engine(params.clone()).without_repeat();
+    let mut prev = 0;
+    let mut masks = 0;
+    for k in 1..history.len() {
+        if history[k].role != ctxlab_plugin_api::Role::Assistant {
+            continue;
+        }
+        let mut c = call(history[..k].to_vec(), 32_000);
+        c.new_messages = (k - prev) as u64;
+        c.new_request = history[prev..k]
+            .iter()
+            .any(|m| m.role == ctxlab_plugin_api::Role::User);
+        prev = k;
+        let d = c.decide(&mut e).unwrap();
+        masks += d
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::Mask { .. }))
+            .count();
+    }
+    masks
+}
+
+/// A decision with its `Repeat` ops (ABI 1.7) made into what the host makes of them: the
+/// previous decision's this-call content edits of the range's messages, again. `last` holds
+/// those edits by position (the histories here only grow, so positions name the same messages).
+fn resolved(
+    d: ctxlab_plugin_api::Decision,
+    last: &mut Vec<ctxlab_plugin_api::Op>,
+) -> ctxlab_plugin_api::Decision {
+    let mut ops = Vec::new();
+    let mut now = Vec::new();
+    for o in d.ops {
+        match &o.kind {
+            OpKind::Repeat => {
+                assert_eq!(o.scope, Scope::ThisCall);
+                for e in last
+                    .iter()
+                    .filter(|e| o.start <= e.start && e.start < o.end)
+                {
+                    ops.push(e.clone());
+                    now.push(e.clone());
+                }
+            }
+            OpKind::Mask { .. } | OpKind::Truncate { .. } | OpKind::Offload { .. }
+                if o.scope == Scope::ThisCall =>
+            {
+                assert_eq!(o.end, o.start + 1);
+                now.push(o.clone());
+                ops.push(o);
+            }
+            _ => ops.push(o),
+        }
+    }
+    *last = now;
+    ctxlab_plugin_api::Decision { ops, ..d }
 }
