@@ -39,10 +39,9 @@ struct AgentState {
     /// Position of the latest human message: the host's counts of the messages after it change
     /// when the next one arrives (a reply's transient tokens, hidden reasoning, leave then).
     request_start: usize,
-    /// The this-call edits the last decision sent, by host position, with the texts sent (the
-    /// run's own, so an unchanged one is known by its address): what a `Repeat` op (ABI 1.7)
-    /// sends again.
-    sent: Vec<(usize, Text)>,
+    /// The this-call edits the last decision sent, by host position, with the version of the
+    /// text sent (`prune::new_version`): what a `Repeat` op (ABI 1.7) sends again.
+    sent: Vec<(usize, u64)>,
     /// The leading summaries at the last decision: with a history that only grew since, the
     /// positions in `sent` still name the same messages.
     sent_base: usize,
@@ -505,8 +504,8 @@ impl Strategy for LibreChat {
 enum Edit<'a> {
     /// Its original.
     None,
-    /// The run's text of it ([`Pruner::run_text_rc`]).
-    Run(&'a Text),
+    /// The run's text of it and its version ([`Pruner::run_text_version`]).
+    Run(&'a Text, u64),
     /// A text of this call only.
     Own(&'a str),
 }
@@ -515,10 +514,11 @@ enum Edit<'a> {
 /// replaced by their new text (one op each: LibreChat's markers state each original length).
 /// It works on the messages sent and the stretches left out, not on every message.
 ///
-/// With `prev` (the edits the last decision sent, by host position, when they still name the
-/// same messages), a stretch of kept messages that send what they sent then, edited by the same
-/// run text or not edited at all, is one `Repeat` op (ABI 1.7): only the edits that changed are
-/// sent with their text. Returns the edits this decision makes, for the next one.
+/// With `prev` (the edits the last decision sent, by host position, with their texts' versions,
+/// when they still name the same messages), a stretch of kept messages that send what they sent
+/// then, edited by the same run text or not edited at all, is one `Repeat` op (ABI 1.7): only
+/// the edits that changed are sent with their text. Returns the edits this decision makes (and
+/// versions), for the next one.
 #[allow(clippy::too_many_arguments)]
 fn emit(
     base: usize,
@@ -529,9 +529,9 @@ fn emit(
     res: &Pruned,
     pruner: &Pruner,
     summarization: bool,
-    prev: Option<&[(usize, Text)]>,
+    prev: Option<&[(usize, u64)]>,
     out: &mut Decision,
-) -> Vec<(usize, Text)> {
+) -> Vec<(usize, u64)> {
     let n = msgs.len();
     // The kept positions, ascending, with what each sends when it is not its original.
     let mut kept: Vec<(usize, Edit<'_>)> = res
@@ -539,7 +539,9 @@ fn emit(
         .iter()
         .map(|(i, t)| {
             let edit = match t {
-                Sent::Run => pruner.run_text_rc(*i).map_or(Edit::None, Edit::Run),
+                Sent::Run => pruner
+                    .run_text_version(*i)
+                    .map_or(Edit::None, |(t, v)| Edit::Run(t, v)),
                 Sent::Own(t) if t.as_str() != tx.text(*i) => Edit::Own(t.as_str()),
                 Sent::Own(_) => Edit::None,
             };
@@ -679,10 +681,10 @@ fn emit(
         next = i + 1;
         // What the last decision sent for this message (its edit, if any).
         while was.next_if(|w| w.0 < base + i).is_some() {}
-        let before = was.next_if(|w| w.0 == base + i).map(|w| &w.1);
+        let before = was.next_if(|w| w.0 == base + i).map(|w| w.1);
         let same = match (edit, before) {
             (Edit::None, None) => Some(false),
-            (Edit::Run(t), Some(b)) if Text::ptr_eq(t, b) => Some(true),
+            (Edit::Run(_, v), Some(b)) if v == b => Some(true),
             _ => None,
         };
         match same {
@@ -693,10 +695,10 @@ fn emit(
             }
             _ => repeat(&mut run, out),
         }
-        let text = match edit {
+        let (text, version) = match edit {
             Edit::None => continue,
-            Edit::Run(t) => t.clone(),
-            Edit::Own(t) => Text::from(t),
+            Edit::Run(t, v) => (&**t, v),
+            Edit::Own(t) => (t, crate::prune::new_version()),
         };
         if same.is_none() || prev.is_none() {
             out.op(
@@ -707,7 +709,7 @@ fn emit(
                 base + i..base + i + 1,
             );
         }
-        sent.push((base + i, text));
+        sent.push((base + i, version));
     }
     repeat(&mut run, out);
     drop(next, n, out);

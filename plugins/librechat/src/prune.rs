@@ -13,6 +13,13 @@ use crate::truncation::{
 /// A text the run made (masked, truncated, pruned), shared.
 pub type Text = std::sync::Arc<str>;
 
+/// A version no text has had before (in this process): what a message's text is known by from
+/// call to call ([`Pruner::run_text_version`]).
+pub fn new_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `PRESSURE_THRESHOLD_MASKING`.
 pub const PRESSURE_MASKING: f64 = 0.8;
 /// `PRESSURE_BANDS`: pressure → budget factor of context fading.
@@ -249,9 +256,12 @@ pub struct Pruner {
     /// The first human message: contextPruning protects what comes before it.
     first_human: Option<usize>,
     map: Vec<Option<u64>>,
-    /// The mutated content of a message (masked, truncated, pruned) within the run. Shared, so
-    /// that the plugin knows a text it sent at the last call by its address (`Pruner::run_text_rc`).
+    /// The mutated content of a message (masked, truncated, pruned) within the run.
     content: Vec<Option<Text>>,
+    /// A number no other text of any run has, given to each text `content` takes
+    /// ([`new_version`]): the plugin knows a text it sent at the last call by it, without
+    /// touching the text.
+    vers: Vec<u64>,
     /// The current tool-call inputs of an AI message whose inputs were truncated.
     inputs: Inputs,
     /// Length of each message as it is now, in UTF-16 code units (`content.length`).
@@ -313,6 +323,7 @@ impl Pruner {
             first_human: None,
             map: Vec::new(),
             content: Vec::new(),
+            vers: Vec::new(),
             inputs: Inputs::new(),
             lens: Vec::new(),
             total: 0,
@@ -347,6 +358,7 @@ impl Pruner {
         let s = self.frozen.len;
         self.map.truncate(s);
         self.content.truncate(s);
+        self.vers.truncate(s);
         self.lens.truncate(s);
         self.inputs.retain(|&i, _| i < s);
         self.total = self.frozen.orig_tokens;
@@ -396,9 +408,13 @@ impl Pruner {
         self.content.get(i).and_then(|t| t.as_deref())
     }
 
-    /// [`Pruner::run_text`], shared: the same allocation while the run leaves the text alone.
-    pub fn run_text_rc(&self, i: usize) -> Option<&Text> {
-        self.content.get(i).and_then(|t| t.as_ref())
+    /// [`Pruner::run_text`] with its version ([`new_version`]): the same while the run leaves
+    /// the text alone.
+    pub fn run_text_version(&self, i: usize) -> Option<(&Text, u64)> {
+        self.content
+            .get(i)
+            .and_then(|t| t.as_ref())
+            .map(|t| (t, self.vers[i]))
     }
 
     fn text<'m>(&'m self, tx: &'m dyn Texts, i: usize) -> &'m str {
@@ -444,6 +460,7 @@ impl Pruner {
             for (i, m) in msgs.iter().enumerate().take(f.len) {
                 self.map[i] = Some(m.tokens);
                 self.content[i] = None;
+                self.vers[i] = 0;
                 self.lens[i] = m.len;
             }
         }
@@ -518,6 +535,7 @@ impl Pruner {
         for m in &msgs[self.map.len()..] {
             self.map.push(None);
             self.content.push(None);
+            self.vers.push(0);
             self.lens.push(m.len);
         }
 
@@ -828,6 +846,7 @@ impl Pruner {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t.into());
+                self.vers[i] = new_version();
                 masked += 1;
             }
         }
@@ -847,6 +866,7 @@ impl Pruner {
             counts: &mut self.map,
             total: &mut self.total,
             content: &mut self.content,
+            vers: &mut self.vers,
             lens: &mut self.lens,
             inputs: &mut self.inputs,
         };
@@ -867,11 +887,13 @@ impl Pruner {
             self.lens.clone(),
             self.inputs.clone(),
         );
+        let mut vers = self.vers.clone();
         let mut total = self.total;
         let mut w = Work {
             counts: &mut counts,
             total: &mut total,
             content: &mut content,
+            vers: &mut vers,
             lens: &mut lens,
             inputs: &mut inputs,
         };
@@ -944,6 +966,7 @@ impl Pruner {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = js_len(&t);
                 self.content[i] = Some(t.into());
+                self.vers[i] = new_version();
                 changed += 1;
             }
         }
@@ -1006,6 +1029,7 @@ struct Work<'w> {
     /// The sum of `counts`, kept with them.
     total: &'w mut u64,
     content: &'w mut Vec<Option<Text>>,
+    vers: &'w mut Vec<u64>,
     lens: &'w mut Vec<u64>,
     inputs: &'w mut Inputs,
 }
@@ -1043,6 +1067,7 @@ fn preflight_on(
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new.into());
+            w.vers[i] = new_version();
             changed += 1;
         }
     }
@@ -1062,6 +1087,7 @@ fn preflight_on(
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new.into());
+            w.vers[i] = new_version();
             w.inputs.insert(i, now);
             changed += 1;
         }
