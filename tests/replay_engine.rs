@@ -539,3 +539,60 @@ fn runs_serialize_for_the_app_and_the_library() {
     );
     assert_eq!(back.budget, run.budget);
 }
+
+/// `--decisions` calls a message edited when its text changed, even when the edit keeps its
+/// length and its count: LibreChat wraps a tool input it truncates in `{ _truncated,
+/// _originalChars }`, whose escapes can make it exactly as long as the input was (seen on
+/// claude-code_posthog-impact and pi-agent_pi-mono at 8K); the record called those verbatim.
+/// Here the example plugin masks a result whose text is as long as its placeholder.
+#[test]
+fn an_edit_that_keeps_length_and_count_is_recorded_as_edited() {
+    let placeholder = "[tool result masked: only the last 1 are kept]";
+    let mut b = Builder::new("claude-sonnet-4-5-20250929");
+    b.text(Role::System, "You are a coding agent.");
+    for i in 0..3 {
+        b.text(Role::User, &format!("Read file {i}."));
+        b.call(None);
+        let id = format!("toolu_{i}");
+        b.push(
+            Role::Assistant,
+            vec![Part::ToolCall {
+                id: id.clone(),
+                name: "read".into(),
+                args: format!("{{\"path\": \"f{i}\"}}"),
+            }],
+        );
+        // As long as the placeholder, so the masked message keeps its chars and tokens.
+        let content = format!("{i}{}", "r".repeat(placeholder.len() - 1));
+        b.push(
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: id,
+                content,
+                is_error: false,
+            }],
+        );
+        b.call(None);
+        b.text(Role::Assistant, &format!("File {i} read."));
+    }
+    let entry = fixture("ctxlab_plugin_example", "example.keep-last-results");
+    let mut o = opts();
+    o.budget = Some(Budget {
+        context_window: 100_000,
+        max_output: 1_000,
+        reserve: 0,
+    });
+    o.record_decisions = true;
+    let run = replay::run(&b.0, plugin(entry, json!({ "keep_last": 1 })), &o).unwrap();
+    let masked: Vec<_> = run
+        .decisions
+        .iter()
+        .flat_map(|d| d.context.iter().map(move |m| (d.call, m)))
+        .filter(|(_, m)| m.state == KeptState::Edited)
+        .collect();
+    // Each result but the last is masked once, at the call after the next result arrives.
+    assert_eq!(masked.len(), 2, "{masked:#?}");
+    for (_, m) in masked {
+        assert_eq!((m.sent_chars, m.sent_tokens), (m.chars, m.tokens));
+    }
+}

@@ -747,11 +747,14 @@ impl<'s, 'o> Engine<'s, 'o> {
                     }
                 }
                 _ => {
-                    for (m, t) in out[s..e].iter_mut().zip(p.texts.iter()) {
+                    for (j, (m, t)) in (s..e).zip(out[s..e].iter_mut().zip(p.texts.iter())) {
                         m.sent_tokens = t.1;
                         m.sent_chars = t.0.chars().count() as u64;
-                        // An op's range may hold messages it leaves as they are.
-                        if m.sent_chars != m.chars || m.sent_tokens != m.tokens {
+                        // An op's range may hold messages it leaves as they are. Whether a
+                        // message was edited is whether its text changed: an edit may keep the
+                        // length and the count (a tool input LibreChat wraps in
+                        // `{ _truncated, _originalChars }` can come out as long as it was).
+                        if *t.0 != *ctx.text(j) || m.sent_tokens != m.tokens {
                             m.state = KeptState::Edited;
                         }
                     }
