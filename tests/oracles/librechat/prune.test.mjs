@@ -56,9 +56,11 @@ test('the plugin prunes as @librechat/agents 3.1.63 does', () => {
             t.fired += c.fired === c.pluginFired;
             t.firedBoth += c.fired && c.pluginFired;
             t.firedEither += c.fired || c.pluginFired;
-            if (!(c.kept && c.edited && c.lengths && c.fired === c.pluginFired) && misses.length < 20) {
-              misses.push(`${path.relative(ROOT, log)} window ${window} ${JSON.stringify(params)} call ${c.call}: ` +
-                `summary LibreChat ${c.fired} ctxlab ${c.pluginFired}; ${c.detail}`);
+            if (!(c.kept && c.edited && c.lengths && c.fired === c.pluginFired)) {
+              misses.push({
+                key: `${path.relative(ROOT, log)} window ${window} ${JSON.stringify(params)} call ${c.call}`,
+                why: `summary LibreChat ${c.fired} ctxlab ${c.pluginFired}; ${c.detail}`,
+              });
             }
           }
         }
@@ -74,17 +76,19 @@ test('the plugin prunes as @librechat/agents 3.1.63 does', () => {
       `edited set ${pct(t.edited)} %, edited lengths within 1 % ${pct(t.lengths)} %, ` +
       `summarization on the same calls ${pct(t.fired)} % (${t.firedBoth} fired in both, ${t.firedEither} in either)`,
   );
-  for (const m of misses) console.log('  differs:', m);
+  for (const m of misses.slice(0, 20)) console.log('  differs:', `${m.key}: ${m.why}`);
   assert.ok(loaded.length >= 10, `only ${loaded.length} logs replayed`);
   assert.ok(t.pruned > 100 && t.edits > 100, 'the matrix must exercise pruning and edits');
-  // Issue #17 asks for 99 % on each. The last full run gave 100.00 / 99.99 / 100.00 / 100.00 %
-  // (720 runs, 38,772 calls), after the causes were found: lengths are UTF-16 code units in
-  // LibreChat (utils/truncation.ts; emoji on claude-code_oh-my-posh), a message's token count
-  // changes between calls (Codex reasoning; codex-cli_agentv), id-less tool calls
-  // (codex-cli_gildore-arena: prune.ts stripOrphanToolUseBlocks, and the harness matching blocks
-  // by id). The floors hold that level (docs/strategies/librechat.md, "Last differential run").
-  assert.ok(t.kept / t.calls >= 0.999, `kept set identical on ${pct(t.kept)} % of calls`);
-  assert.ok(t.edited / t.calls >= 0.999, `edited set identical on ${pct(t.edited)} % of calls`);
-  assert.ok(t.lengths / t.calls >= 0.999, `edited lengths within 1 % on ${pct(t.lengths)} % of calls`);
-  assert.ok(t.fired / t.calls >= 0.999, `summarization on the same calls: ${pct(t.fired)} %`);
+  // Issue #17 asks for 99 % on each; every call now agrees (docs/strategies/librechat.md, "Last
+  // differential run", names the causes found). The calls that may differ are named here, with
+  // why; none is left, so any difference fails, and so would a named one that went away.
+  const KNOWN = new Map([]);
+  const found = new Set(misses.map((m) => m.key));
+  const unexpected = misses.filter((m) => !KNOWN.has(m.key)).map((m) => `${m.key}: ${m.why}`);
+  const gone = [...KNOWN.keys()].filter((k) => !found.has(k));
+  assert.ok(
+    unexpected.length === 0,
+    `${unexpected.length} calls differ that are not named as known (first 20):\n${unexpected.slice(0, 20).join('\n')}`,
+  );
+  assert.deepEqual(gone, [], 'known differences that no longer occur: remove them from KNOWN and the docs');
 });
