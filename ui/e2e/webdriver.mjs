@@ -29,10 +29,22 @@ export class WebDriver {
     return json.value;
   }
 
-  async start(capabilities) {
-    const v = await this.req("POST", "/session", { capabilities: { alwaysMatch: capabilities } });
-    this.id = v.sessionId;
-    return v;
+  /** Opens a session. tauri-driver starts WebKitWebDriver on the first request and proxies to
+   * it; a request that arrives before the native driver listens is dropped ("fetch failed",
+   * "other side closed"), so a dropped connection is tried again, a few times, a second apart.
+   * A refusal the driver answers (a bad capability) is not retried. */
+  async start(capabilities, attempts = 10) {
+    for (let i = 1; ; i++) {
+      try {
+        const v = await this.req("POST", "/session", { capabilities: { alwaysMatch: capabilities } });
+        this.id = v.sessionId;
+        return v;
+      } catch (e) {
+        const dropped = e instanceof TypeError || /other side closed|ECONNRESET|ECONNREFUSED|: 5\d\d[ :]/.test(String(e.message));
+        if (!dropped || i >= attempts) throw e;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
   }
 
   async quit() {
