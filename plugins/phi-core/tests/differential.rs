@@ -391,10 +391,18 @@ impl Strategy for Differ {
         // Not compared in a session where messages replace earlier ones: the host takes the
         // earlier one out of the context when the later one arrives, whatever the strategy kept,
         // so the list phi-core returned is not what the agent holds next.
-        let replaced = REPLACES.lock().unwrap().as_ref().is_some_and(|r| !r.is_empty());
+        let replaced = REPLACES
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|r| !r.is_empty());
         let pending = self.pending.remove(call.agent());
         if pending.is_some() && replaced {
-            TALLY.lock().unwrap().get_or_insert_with(Tally::default).host_replaced += 1;
+            TALLY
+                .lock()
+                .unwrap()
+                .get_or_insert_with(Tally::default)
+                .host_replaced += 1;
         }
         let held = pending.filter(|_| !replaced).map(|expected| {
             let old = call.len() - (call.new_messages() as usize).min(call.len());
