@@ -294,7 +294,7 @@ impl MinTree {
 /// `chunk` kept incrementally over a text that only grows at its end (a prefix of CodeTether's
 /// rendered history whose messages no longer change), so `compress` of the text so far costs
 /// O(log n) per run of taken chunks rather than a pass over the text.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Stream {
     lines: u64,
     closed: Vec<Rec>,
@@ -306,16 +306,28 @@ pub struct Stream {
     pub total: Span,
 }
 
+/// A derived `Default` would leave `cum` without its leading zero: every stream starts as `new`.
+impl Default for Stream {
+    fn default() -> Stream {
+        Stream::new()
+    }
+}
+
 impl Stream {
     pub fn new() -> Stream {
         Stream {
+            lines: 0,
+            closed: Vec::new(),
             cum: vec![(0, 0, 0)],
-            ..Stream::default()
+            mins: MinTree::default(),
+            open: Open::default(),
+            total: Span::default(),
         }
     }
 
     fn close(&mut self, r: Rec) {
-        let &(t, b, w) = self.cum.last().unwrap();
+        // `cum` starts with (0, 0, 0) (`new`, also behind `Default`), so it is never empty.
+        let (t, b, w) = self.cum.last().copied().unwrap_or_default();
         self.cum
             .push((t + r.tokens, b + r.span.bytes, w + r.span.ws));
         self.mins.push(r.tokens);
