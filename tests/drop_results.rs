@@ -5,11 +5,13 @@
 //! (the message keeps the other result, its pair with the call stays tracked), counts the pair it
 //! separates, and refuses what it cannot mean; a plugin built for ABI 1.4 still loads and runs.
 
-use ctxlab::model::{self, Message, MessageFlags, Part, Role, Session, SourcePos};
-use ctxlab::plugin_host::Registry;
-use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+mod in_process_support;
+
+use ctxlab::model::{Part, Role, Session};
+use ctxlab::replay;
 use ctxlab_plugin_api::abi::{PluginTable, FLAG_EDITED, FLAG_TOOL_RESULT};
 use ctxlab_plugin_api::*;
+use in_process_support::{built_for_minor, call, msg, replay_in_process};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -95,30 +97,6 @@ impl StrategyFactory for ScriptedFactory {
 
 export_plugin!(name: "scripted", version: "0", strategies: [&ScriptedFactory]);
 
-fn msg(role: Role, parts: Vec<Part>) -> Message {
-    Message {
-        agent: 0,
-        role,
-        parts,
-        timestamp: None,
-        flags: MessageFlags::default(),
-        source: SourcePos::default(),
-    }
-}
-
-fn call(context_end: usize, reply: Option<usize>) -> model::Call {
-    model::Call {
-        agent: 0,
-        context_end,
-        reply,
-        usage: None,
-        model: None,
-        timestamp: None,
-        request_id: None,
-        source: SourcePos::default(),
-    }
-}
-
 /// 0 user; 1 assistant calling `a`; 2 assistant calling `b`; 3 one tool message with both
 /// results; call 0; 4 the reply; 5 user; call 1; 6 reply; 7 user; call 2.
 fn session() -> Session {
@@ -193,12 +171,6 @@ fn drop_results(remove: &[bool], contents: &[&str]) -> OpKind {
     }
 }
 
-fn registry(table: &'static PluginTable) -> Registry {
-    let mut reg = Registry::new();
-    reg.add_in_process(table, "scripted").unwrap();
-    reg
-}
-
 fn replay(tag: &str, ops0: &[Op], ops1: &[Op]) -> ctxlab::Result<replay::Run> {
     replay_with(plugin_table(), tag, ops0, ops1)
 }
@@ -209,23 +181,19 @@ fn replay_with(
     ops0: &[Op],
     ops1: &[Op],
 ) -> ctxlab::Result<replay::Run> {
-    let reg = registry(table);
-    let entry = reg.require("test.scripted").unwrap().clone();
-    let mut o = ReplayOptions::new(ctxlab::tokens::counter("chars4").unwrap());
-    o.budget = Some(Budget {
-        context_window: 100_000,
-        max_output: 0,
-        reserve: 0,
+    let params = json!({
+        "tag": tag,
+        "ops0": serde_json::to_string(ops0).unwrap(),
+        "ops1": serde_json::to_string(ops1).unwrap(),
     });
-    let spec = StrategySpec::Plugin {
-        entry,
-        params: json!({
-            "tag": tag,
-            "ops0": serde_json::to_string(ops0).unwrap(),
-            "ops1": serde_json::to_string(ops1).unwrap(),
-        }),
-    };
-    replay::run(&session(), spec, &o)
+    replay_in_process(
+        table,
+        "scripted",
+        "test.scripted",
+        params,
+        &session(),
+        false,
+    )
 }
 
 fn seen(tag: &str) -> Vec<Vec<Seen>> {
@@ -368,21 +336,7 @@ fn a_selection_with_one_more_part_keeps_or_removes_the_rest_of_the_text() {
 fn a_plugin_built_for_abi_1_4_loads_and_replays_in_this_host() {
     // Additive minor: a 1.4 table is the same table; the host reads it and runs its decisions.
     let t = plugin_table();
-    let old: &'static PluginTable = Box::leak(Box::new(PluginTable {
-        abi_major: t.abi_major,
-        abi_minor: 4,
-        size: t.size,
-        name: t.name,
-        version: t.version,
-        strategies: t.strategies,
-        strategies_len: t.strategies_len,
-        create: t.create,
-        decide: t.decide,
-        thresholds: t.thresholds,
-        export: t.export,
-        import: t.import,
-        destroy: t.destroy,
-    }));
+    let old = built_for_minor(t, 4);
     let run = replay_with(
         old,
         "abi-1.4",

@@ -3,11 +3,13 @@
 //! (images have none); a message an edit rewrote, and a summary, have none (no FLAG_PARTS); a
 //! plugin built for ABI 1.5 still loads and runs.
 
-use ctxlab::model::{self, Message, MessageFlags, Part, Role, Session, SourcePos};
-use ctxlab::plugin_host::Registry;
-use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+mod in_process_support;
+
+use ctxlab::model::{Message, Part, Role, Session};
+use ctxlab::replay;
 use ctxlab_plugin_api::abi::{PluginTable, FLAG_PARTS};
 use ctxlab_plugin_api::*;
+use in_process_support::{built_for_minor, call as model_call, msg, replay_in_process};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -98,17 +100,6 @@ impl StrategyFactory for RecorderFactory {
 
 export_plugin!(name: "parts", version: "0", strategies: [&RecorderFactory]);
 
-fn msg(role: Role, parts: Vec<Part>) -> Message {
-    Message {
-        agent: 0,
-        role,
-        parts,
-        timestamp: None,
-        flags: MessageFlags::default(),
-        source: SourcePos::default(),
-    }
-}
-
 fn text(t: &str) -> Part {
     Part::Text { text: t.into() }
 }
@@ -159,17 +150,7 @@ fn session() -> Session {
         msg(Role::Assistant, vec![text("done")]),
         msg(Role::User, vec![text("next")]),
     ];
-    let c = |end: usize, reply: Option<usize>| model::Call {
-        agent: 0,
-        context_end: end,
-        reply,
-        usage: None,
-        model: None,
-        timestamp: None,
-        request_id: None,
-        source: SourcePos::default(),
-    };
-    s.calls = vec![c(5, Some(5)), c(7, None)];
+    s.calls = vec![model_call(5, Some(5)), model_call(7, None)];
     s
 }
 
@@ -188,20 +169,8 @@ fn expected(m: &Message) -> Vec<(PartKind, String)> {
 }
 
 fn replay(table: &'static PluginTable, tag: &str) -> replay::Run {
-    let mut reg = Registry::new();
-    reg.add_in_process(table, "parts").unwrap();
-    let entry = reg.require("test.parts").unwrap().clone();
-    let mut o = ReplayOptions::new(ctxlab::tokens::counter("chars4").unwrap());
-    o.budget = Some(Budget {
-        context_window: 100_000,
-        max_output: 0,
-        reserve: 0,
-    });
-    let spec = StrategySpec::Plugin {
-        entry,
-        params: json!({ "tag": tag }),
-    };
-    replay::run(&session(), spec, &o).unwrap()
+    let params = json!({ "tag": tag });
+    replay_in_process(table, "parts", "test.parts", params, &session(), false).unwrap()
 }
 
 fn seen(tag: &str) -> Vec<Vec<Seen>> {
@@ -241,21 +210,7 @@ fn every_message_held_as_itself_describes_its_parts() {
 #[test]
 fn a_plugin_built_for_abi_1_5_loads_and_replays_in_this_host() {
     let t = plugin_table();
-    let old: &'static PluginTable = Box::leak(Box::new(PluginTable {
-        abi_major: t.abi_major,
-        abi_minor: 5,
-        size: t.size,
-        name: t.name,
-        version: t.version,
-        strategies: t.strategies,
-        strategies_len: t.strategies_len,
-        create: t.create,
-        decide: t.decide,
-        thresholds: t.thresholds,
-        export: t.export,
-        import: t.import,
-        destroy: t.destroy,
-    }));
+    let old = built_for_minor(t, 5);
     let run = replay(old, "abi-1.5");
     assert_eq!(
         run.plugin.as_deref().map(|p| p.starts_with("parts")),

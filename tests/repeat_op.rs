@@ -4,10 +4,12 @@
 //! it had sent every edit again. What the host repeats is the agent's previous decision's
 //! this-call content edits, message by message; anything else in the range is sent as it is.
 
-use ctxlab::model::{self, Message, MessageFlags, Part, Role, Session, SourcePos};
-use ctxlab::plugin_host::Registry;
-use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
+mod in_process_support;
+
+use ctxlab::model::{Part, Role, Session};
+use ctxlab::replay;
 use ctxlab_plugin_api::*;
+use in_process_support::{call, msg, replay_in_process, text_msg as text};
 use serde_json::{json, Value};
 
 /// Sends, at the agent's k-th call, the ops of its `ops` parameter's k-th list (JSON).
@@ -56,21 +58,6 @@ impl StrategyFactory for ScriptedFactory {
 
 export_plugin!(name: "repeat", version: "0", strategies: [&ScriptedFactory]);
 
-fn msg(role: Role, parts: Vec<Part>) -> Message {
-    Message {
-        agent: 0,
-        role,
-        parts,
-        timestamp: None,
-        flags: MessageFlags::default(),
-        source: SourcePos::default(),
-    }
-}
-
-fn text(role: Role, t: &str) -> Message {
-    msg(role, vec![Part::Text { text: t.into() }])
-}
-
 /// A user request, then three rounds of (call, long result, answer, next request); a model
 /// call before each answer: with 3, 7 and 11 messages.
 fn session() -> Session {
@@ -101,17 +88,7 @@ fn session() -> Session {
         s.messages.push(text(Role::Assistant, "done"));
         s.messages.push(text(Role::User, "go on"));
     }
-    let call = |end: usize| model::Call {
-        agent: 0,
-        context_end: end,
-        reply: Some(end),
-        usage: None,
-        model: None,
-        timestamp: None,
-        request_id: None,
-        source: SourcePos::default(),
-    };
-    s.calls = vec![call(3), call(7), call(11)];
+    s.calls = [3, 7, 11].map(|end| call(end, Some(end))).to_vec();
     s
 }
 
@@ -140,21 +117,15 @@ fn repeat(start: usize, end: usize) -> Op {
 }
 
 fn replay(calls: &[Vec<Op>]) -> ctxlab::Result<replay::Run> {
-    let mut reg = Registry::new();
-    reg.add_in_process(plugin_table(), "repeat").unwrap();
-    let entry = reg.require("test.repeat").unwrap().clone();
-    let mut o = ReplayOptions::new(ctxlab::tokens::counter("chars4").unwrap());
-    o.budget = Some(Budget {
-        context_window: 100_000,
-        max_output: 0,
-        reserve: 0,
-    });
-    o.record_decisions = true;
-    let spec = StrategySpec::Plugin {
-        entry,
-        params: json!({ "ops": serde_json::to_string(calls).unwrap() }),
-    };
-    replay::run(&session(), spec, &o)
+    let params = json!({ "ops": serde_json::to_string(calls).unwrap() });
+    replay_in_process(
+        plugin_table(),
+        "repeat",
+        "test.repeat",
+        params,
+        &session(),
+        true,
+    )
 }
 
 /// What a run measured and decided, call by call (not its strategy's parameters).
