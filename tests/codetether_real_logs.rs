@@ -5,7 +5,9 @@
 //! The schedules are the real crate's: `make codetether-differential`
 //! (plugins/codetether/harness/tests/differential.rs) hands every call's history to
 //! codetether-agent's `derive_context` and printed them (2026-11-26):
-//! fundwise 0, codex gildore-arena 12 (calls 17-28), vr-forest 14 (calls 168-181).
+//! fundwise 0, codex gildore-arena 12 (calls 17-28), vr-forest 13 (calls 169-181; 168-181 before the
+//! files its compaction re-attached were rebuilt, 2026-11-29: the calibrated overhead both take
+//! as the system prompt fell from 17,744 to 17,566).
 //! The plugin matches all three. Gildore call 17 is the closest: the safety budget is 105,984 and
 //! CodeTether's estimate 106,000, which the plugin reaches with each text part estimated on its
 //! own (the host's part boundaries, ABI 1.6) and pair repair's six placeholder results for the
@@ -50,7 +52,7 @@ const REAL: &[(&str, &[usize], &[usize])] = &[
     (
         "claude-code_vr-forest/day1-02-footsteps-crickets-spatial-audio.jsonl",
         &[
-            168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181,
+            169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181,
         ],
         &[],
     ),

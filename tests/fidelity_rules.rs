@@ -930,3 +930,130 @@ fn pi_reply_weighs_its_recorded_output() {
     }
     assert!(sized > 0);
 }
+
+/// Claude Code 2.1.3x re-attaches the files it touched last after a compaction without writing
+/// them to the log: a file read whole (or written whole) and edited since is rebuilt by applying
+/// the logged edits in order and sent as a Read result numbered as the log's own; one over 5k
+/// tokens is only named; plan files are not among them; a file the log shows only in part is
+/// named in a warning. A log that writes the attachments (2.1.1xx) gets no rebuilt copy.
+#[test]
+fn claude_code_rebuilds_the_files_a_compaction_re_attached() {
+    let tool = |uuid: &str, id: &str, name: &str, input: &str| {
+        cc_assistant(
+            uuid,
+            "claude-opus-4-6",
+            &format!("msg_{uuid}"),
+            &format!(r#"{{"type":"tool_use","id":"{id}","name":"{name}","input":{input}}}"#),
+            "null",
+            &usage(3, 1000, 100, 10),
+        )
+    };
+    let big = "x".repeat(24_000);
+    let lines = |tail: &[String]| -> Vec<String> {
+        let mut v = vec![
+            cc_user("u1", "fix it"),
+            tool("a1", "t1", "Read", r#"{"file_path":"/w/a.js"}"#),
+            cc_tool_result(
+                "r1",
+                "t1",
+                r#""     1→let a = 1;\n     2→let b = 2;\n\n<system-reminder>\nmalware note\n</system-reminder>""#,
+            ),
+            tool(
+                "a2",
+                "t2",
+                "Edit",
+                r#"{"file_path":"/w/a.js","old_string":"let b = 2;","new_string":"let b = 3;"}"#,
+            ),
+            cc_tool_result("r2", "t2", r#""The file /w/a.js has been updated.""#),
+            tool(
+                "a3",
+                "t3",
+                "Read",
+                r#"{"file_path":"/w/b.js","offset":5,"limit":1}"#,
+            ),
+            cc_tool_result("r3", "t3", r#""     5→partial""#),
+            tool(
+                "a4",
+                "t4",
+                "Write",
+                &format!(r#"{{"file_path":"/w/c.js","content":"{big}"}}"#),
+            ),
+            cc_tool_result("r4", "t4", r#""File created""#),
+            tool(
+                "a5",
+                "t5",
+                "Read",
+                r#"{"file_path":"/h/.claude/plans/p.md"}"#,
+            ),
+            cc_tool_result("r5", "t5", r#""     1→# Plan""#),
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"auto","preTokens":9000}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:01.000Z","message":{{"role":"user","content":"Summary."}}}}"#
+            ),
+        ];
+        v.extend_from_slice(tail);
+        v.push(cc_assistant(
+            "a6",
+            "claude-opus-4-6",
+            "msg_6",
+            r#"{"type":"text","text":"Ok."}"#,
+            "null",
+            &usage(3, 1000, 400, 2),
+        ));
+        v
+    };
+    let injected = |s: &Session| -> Vec<String> {
+        s.messages
+            .iter()
+            .filter(|m| m.flags.injected)
+            .map(|m| match &m.parts[0] {
+                Part::Text { text } => text.clone(),
+                p => panic!("{p:?}"),
+            })
+            .collect()
+    };
+    let s = load("restore.jsonl", &lines(&[]));
+    let texts = injected(&s);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    // The most recent first: c.js (too large: named), then a.js as edited.
+    assert!(
+        texts[0].contains("Note: /w/c.js was read before the last conversation was summarized"),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[1]
+            .contains(r#"Called the Read tool with the following input: {"file_path":"/w/a.js"}"#),
+        "{}",
+        texts[1]
+    );
+    assert!(
+        texts[1].ends_with("Result of calling the Read tool:\n     1→let a = 1;\n     2→let b = 3;\n</system-reminder>"),
+        "{}",
+        texts[1]
+    );
+    assert!(!texts.iter().any(|t| t.contains("p.md")));
+    assert!(
+        s.warnings.iter().any(|w| w.message.contains("/w/b.js")),
+        "{:?}",
+        s.warnings
+    );
+    // They are in the first call after the compaction, placed before its reply.
+    let c = contexts(&s);
+    let last = c.last().unwrap();
+    let reply = s.calls.last().unwrap().reply.unwrap();
+    assert!(s.messages[reply - 2..reply]
+        .iter()
+        .all(|m| m.flags.injected));
+    assert!(last.counted > 60, "{}", last.counted);
+    // A log that writes the re-attached files: those alone.
+    let written = format!(
+        r#"{{"type":"attachment","sessionId":"{SID}","uuid":"f1","timestamp":"2026-04-26T22:10:02.000Z","attachment":{{"type":"file","filename":"/w/a.js","content":{{"type":"text","file":{{"filePath":"/w/a.js","content":"let a = 1;","numLines":1,"startLine":1,"totalLines":1}}}},"displayPath":"a.js"}}}}"#
+    );
+    let s = load("written.jsonl", &lines(&[written]));
+    let texts = injected(&s);
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].contains("1\tlet a = 1;"));
+}

@@ -565,6 +565,37 @@ fn read_attachment_text(kind: &str, a: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// The files compaction `ci` re-attached, rebuilt from the log (`claude_restore`): injected user
+/// messages placed before the agent's first reply after it; the files the log does not hold
+/// whole are named in a warning.
+fn push_restored(s: &mut Session, ci: usize, ts: Option<i64>, pos: SourcePos) {
+    let c = &s.compactions[ci];
+    let (agent, at) = (c.agent, c.at_message);
+    let r = super::claude_restore::restore(&s.messages, agent, at, c.kept_from);
+    for text in r.texts {
+        s.messages.push(Message {
+            agent,
+            role: Role::User,
+            parts: vec![Part::Text { text }],
+            timestamp: ts,
+            flags: MessageFlags {
+                injected: true,
+                ..MessageFlags::default()
+            },
+            source: pos,
+        });
+    }
+    if !r.unknown.is_empty() {
+        s.warn(
+            pos,
+            format!(
+                "the compaction re-attached files the log does not show whole (not counted): {}",
+                r.unknown.join(", ")
+            ),
+        );
+    }
+}
+
 /// A user message made only of tool results (and the images they returned) answers tool calls.
 pub(crate) fn user_role(parts: &[Part]) -> Role {
     let has_result = parts.iter().any(|p| matches!(p, Part::ToolResult { .. }));
@@ -695,6 +726,9 @@ struct AgentState {
     last_reply: Option<MsgIdx>,
     /// `message.id`s met again after another response (warned, each read as a new call).
     repeated_ids: usize,
+    /// A compaction whose summary came and whose re-attached files the log has not written
+    /// (yet): rebuilt at the agent's next reply unless a `file` attachment comes first.
+    restore: Option<usize>,
 }
 
 /// A subagent the main file mentions: its id, the tool call that spawned it, where it was seen.
@@ -846,6 +880,9 @@ impl FileSink<'_> {
                 return;
             }
         }
+        if let Some(ci) = state.restore.take() {
+            push_restored(self.s, ci, ts, pos);
+        }
         let mi = self.s.messages.len();
         self.s.push_message(agent, Role::Assistant, parts, ts, pos);
         state.last_reply = Some(mi);
@@ -937,6 +974,10 @@ impl FileSink<'_> {
         }
         if is_summary {
             let state = self.f.agents.entry(agent).or_default();
+            state.restore = Some(match state.pending_compaction {
+                Some(ci) => ci,
+                None => self.s.compactions.len(),
+            });
             match state.pending_compaction.take() {
                 Some(ci) => self.s.compactions[ci].summary = Some(mi),
                 // A summary without a boundary (hand-edited or older logs): still a compaction.
@@ -967,10 +1008,17 @@ impl FileSink<'_> {
                 .warn(pos, "attachment that is not a JSON object; skipped");
             return;
         };
+        let agent = self.agent_for(&e);
+        if matches!(
+            a.get("type").and_then(serde_json::Value::as_str),
+            Some("file" | "compact_file_reference")
+        ) {
+            // The log writes the files the compaction re-attached (2.1.1xx+).
+            self.f.agents.entry(agent).or_default().restore = None;
+        }
         let Some((text, fixed)) = attachment_text(&a) else {
             return;
         };
-        let agent = self.agent_for(&e);
         let mut parts = Vec::new();
         if !text.is_empty() {
             parts.push(Part::Text { text });

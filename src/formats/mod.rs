@@ -6,6 +6,7 @@
 
 pub mod aider;
 pub mod claude_code;
+mod claude_restore;
 pub mod cline;
 pub mod codex;
 pub mod copilot;

@@ -1,0 +1,244 @@
+//! The files Claude Code re-attaches after a compaction, rebuilt from the log when the log does
+//! not write them (2.1.3x; 2.1.1xx writes them as `file` attachments, read as such).
+//!
+//! After a compaction Claude Code re-reads from disk the 5 files its read-file state touched last
+//! (`createPostCompactFileAttachments`: plan files and CLAUDE.md excluded, files whose Read result
+//! the kept tail still shows skipped), each sent as a Read call and its result when it holds at
+//! most 5,000 tokens, else as a one-line note (`compact_file_reference`). The file's text on disk
+//! at that moment is in the log when the agent read it whole (a Read without offset or limit) or
+//! wrote it whole (Write) and every later change is an Edit (or MultiEdit) the log holds: the
+//! edits' `old_string` → `new_string` applied in order rebuild it. A file the log shows only in
+//! pieces is not rebuilt (and named in a warning): its text is not in the log.
+//!
+//! Runs once per compaction, over the agent's messages before it: no cost while reading.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::{Message, Part, Role};
+
+/// Files Claude Code restores after a compaction (`POST_COMPACT_MAX_FILES_TO_RESTORE`).
+const MAX_FILES: usize = 5;
+/// Tokens above which a restored file is only named (`POST_COMPACT_MAX_TOKENS_PER_FILE`),
+/// estimated as Claude Code's rough count does: 4 bytes a token.
+const MAX_FILE_TOKENS: usize = 5_000;
+
+/// How the log's Read results number their lines: `     1→text` (2.1.3x) or `1\ttext`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Numbering {
+    Arrow,
+    Tab,
+}
+
+#[derive(Default)]
+struct Track {
+    /// The file's whole text as the log last showed it, when it can be known.
+    text: Option<String>,
+    /// Order of the last successful Read, Edit or Write of it.
+    last: usize,
+}
+
+/// What a compaction re-attached, as the texts of injected messages; the paths the log does not
+/// hold whole (the caller warns).
+pub(crate) struct Restored {
+    pub texts: Vec<String>,
+    pub unknown: Vec<String>,
+}
+
+fn excluded(path: &str) -> bool {
+    let p = path.replace('\\', "/");
+    let name = p.rsplit('/').next().unwrap_or(&p);
+    p.contains("/.claude/plans/") || name == "CLAUDE.md" || name == "CLAUDE.local.md"
+}
+
+/// The text of a Read result without its line numbers, and their style; `None` when it is not
+/// a numbered file listing.
+fn strip_numbers(content: &str) -> Option<(String, Numbering)> {
+    let mut out = String::with_capacity(content.len());
+    let mut style = None;
+    for line in content.split('\n') {
+        let t = line.trim_start_matches(' ');
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            break;
+        }
+        let rest = &t[digits..];
+        let (text, s) = if let Some(r) = rest.strip_prefix('→') {
+            (r, Numbering::Arrow)
+        } else if let Some(r) = rest.strip_prefix('\t') {
+            (r, Numbering::Tab)
+        } else {
+            break;
+        };
+        if style.is_some() {
+            out.push('\n');
+        }
+        out.push_str(text);
+        style.get_or_insert(s);
+    }
+    style.map(|s| (out, s))
+}
+
+fn number(text: &str, style: Numbering) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match style {
+            Numbering::Arrow => out.push_str(&format!("{:>6}→", i + 1)),
+            Numbering::Tab => out.push_str(&format!("{}\t", i + 1)),
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+fn reminder(t: &str) -> String {
+    format!("<system-reminder>\n{t}\n</system-reminder>")
+}
+
+/// Applies one edit; `None` when its old text is not in the file (the text is then unknown).
+fn apply(text: &str, e: &serde_json::Value) -> Option<String> {
+    let old = e.get("old_string")?.as_str()?;
+    let new = e.get("new_string")?.as_str()?;
+    if old.is_empty() || !text.contains(old) {
+        return None;
+    }
+    let all = e.get("replace_all").and_then(|v| v.as_bool()) == Some(true);
+    Some(if all {
+        text.replace(old, new)
+    } else {
+        text.replacen(old, new, 1)
+    })
+}
+
+/// The re-attached files of `agent`'s compaction whose summary follows `messages[..at]`; the
+/// Read results in `messages[kept_from..at]` (a kept tail) are not re-attached.
+pub(crate) fn restore(
+    messages: &[Message],
+    agent: crate::model::AgentIdx,
+    at: usize,
+    kept_from: Option<usize>,
+) -> Restored {
+    let mut calls: HashMap<&str, (&str, serde_json::Value)> = HashMap::default();
+    let mut files: HashMap<String, Track> = HashMap::default();
+    let mut kept: Vec<String> = Vec::new();
+    let mut style = Numbering::Tab;
+    let mut order = 0usize;
+    for (i, m) in messages[..at].iter().enumerate() {
+        if m.agent != agent || m.flags.meta {
+            continue;
+        }
+        for p in &m.parts {
+            match p {
+                Part::ToolCall { id, name, args } if m.role == Role::Assistant => {
+                    if matches!(name.as_str(), "Read" | "Edit" | "Write" | "MultiEdit") {
+                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(args) {
+                            calls.insert(id, (name, v));
+                        }
+                    }
+                }
+                Part::ToolResult {
+                    call_id,
+                    content,
+                    is_error: false,
+                } => {
+                    let Some((name, input)) = calls.get(call_id.as_str()) else {
+                        continue;
+                    };
+                    let Some(path) = input.get("file_path").and_then(|v| v.as_str()) else {
+                        continue;
+                    };
+                    if content.contains("<tool_use_error>") {
+                        continue;
+                    }
+                    order += 1;
+                    let t = files.entry(path.to_string()).or_default();
+                    t.last = order;
+                    match *name {
+                        "Read" => {
+                            let whole =
+                                input.get("offset").is_none() && input.get("limit").is_none();
+                            if whole {
+                                if let Some((text, s)) = strip_numbers(content) {
+                                    t.text = Some(text);
+                                    style = s;
+                                } else {
+                                    // An image, a notebook, an empty file: not a text listing.
+                                    t.text = None;
+                                }
+                            }
+                            if kept_from.is_some_and(|k| i >= k) {
+                                kept.push(path.to_string());
+                            }
+                        }
+                        "Write" => {
+                            t.text = input
+                                .get("content")
+                                .and_then(|v| v.as_str())
+                                .map(String::from);
+                        }
+                        "Edit" => t.text = t.text.as_deref().and_then(|s| apply(s, input)),
+                        _ => {
+                            let edits = input.get("edits").and_then(|v| v.as_array());
+                            t.text = t.text.take().and_then(|mut s| {
+                                for e in edits.into_iter().flatten() {
+                                    s = apply(&s, e)?;
+                                }
+                                Some(s)
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut recent: Vec<(String, Track)> = files
+        .into_iter()
+        .filter(|(p, _)| !excluded(p) && !kept.contains(p))
+        .collect();
+    recent.sort_by_key(|(_, t)| std::cmp::Reverse(t.last));
+    recent.truncate(MAX_FILES);
+    let mut out = Restored {
+        texts: Vec::new(),
+        unknown: Vec::new(),
+    };
+    for (path, t) in recent {
+        match t.text {
+            Some(text) if text.len() / 4 <= MAX_FILE_TOKENS => {
+                let input = serde_json::json!({ "file_path": path });
+                out.texts.push(format!(
+                    "{}\n{}",
+                    reminder(&format!(
+                        "Called the Read tool with the following input: {input}"
+                    )),
+                    reminder(&format!(
+                        "Result of calling the Read tool:\n{}",
+                        number(&text, style)
+                    ))
+                ));
+            }
+            Some(_) => out.texts.push(reminder(&format!(
+                "Note: {path} was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."
+            ))),
+            None => out.unknown.push(path),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_round_trip() {
+        let (t, s) = strip_numbers("     1→a\n     2→  b\n\n<system-reminder>x").unwrap();
+        assert_eq!((t.as_str(), s), ("a\n  b", Numbering::Arrow));
+        assert_eq!(number("a\n  b", Numbering::Arrow), "     1→a\n     2→  b");
+        let (t, s) = strip_numbers("1\tx\n2\ty").unwrap();
+        assert_eq!((t.as_str(), s), ("x\ny", Numbering::Tab));
+        assert!(strip_numbers("no listing").is_none());
+    }
+}
