@@ -1057,3 +1057,79 @@ fn claude_code_rebuilds_the_files_a_compaction_re_attached() {
     assert_eq!(texts.len(), 1, "{texts:?}");
     assert!(texts[0].contains("1\tlet a = 1;"));
 }
+
+/// A precomputed compaction: Claude Code writes the boundary and summary, then the entries of a
+/// call that ran before the compaction took effect (their uuids in `preservedMessages`, their
+/// timestamps before the boundary's). That call was sent with the pre-compaction context; the
+/// calls after it see the summary and the kept entries.
+#[test]
+fn claude_code_precomputed_compaction_sends_the_kept_call_uncompacted() {
+    let long = "word ".repeat(200);
+    let at = |uuid: &str, ts: &str, body: String| {
+        body.replacen(
+            &format!(r#""uuid":"{uuid}","timestamp":"2026-04-26T22:00:02.000Z""#),
+            &format!(r#""uuid":"{uuid}","timestamp":"{ts}""#),
+            1,
+        )
+    };
+    let s = load(
+        "precomputed.jsonl",
+        &[
+            cc_user("u1", &long),
+            cc_assistant(
+                "a1",
+                "claude-sonnet-4-6",
+                "msg_1",
+                TOOL_USE,
+                r#""tool_use""#,
+                &usage(3, 0, 400, 20),
+            ),
+            cc_tool_result("r1", "toolu_1", r#""src/main.rs""#),
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"auto","preTokens":9000,"preservedSegment":{{"headUuid":"a2","anchorUuid":"s1","tailUuid":"a2"}},"preservedMessages":{{"anchorUuid":"s1","uuids":["a2"],"allUuids":["a2"]}}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:00.500Z","message":{{"role":"user","content":"Summary."}}}}"#
+            ),
+            // Sent at 22:09, before the boundary: the pre-compaction context.
+            at(
+                "a2",
+                "2026-04-26T22:09:00.000Z",
+                cc_assistant(
+                    "a2",
+                    "claude-sonnet-4-6",
+                    "msg_2",
+                    r#"{"type":"text","text":"Listed."}"#,
+                    r#""end_turn""#,
+                    &usage(3, 400, 30, 3),
+                ),
+            ),
+            at("u3", "2026-04-26T22:11:00.000Z", cc_user("u3", "next")),
+            at(
+                "a3",
+                "2026-04-26T22:11:01.000Z",
+                cc_assistant(
+                    "a3",
+                    "claude-sonnet-4-6",
+                    "msg_3",
+                    r#"{"type":"text","text":"Ok."}"#,
+                    r#""end_turn""#,
+                    &usage(3, 0, 60, 2),
+                ),
+            ),
+        ],
+    );
+    assert_eq!(s.calls.len(), 3);
+    let c = &s.compactions[0];
+    let summary = c.summary.unwrap();
+    assert_eq!(c.at_message, summary);
+    // The kept call's reply comes before the summary and is the compaction's kept tail.
+    let kept_reply = s.calls[1].reply.unwrap();
+    assert!(kept_reply < summary, "{kept_reply} {summary}");
+    assert_eq!(c.kept_from, Some(kept_reply));
+    let ctx = contexts(&s);
+    // Call 1 still holds the long first message (~250 tokens); call 2 only the summary, the
+    // kept reply and "next".
+    assert!(ctx[1].counted > 240, "{:?}", ctx[1]);
+    assert!(ctx[2].counted < 40, "{:?}", ctx[2]);
+}

@@ -239,6 +239,15 @@ struct CompactMeta<'a> {
     pre_tokens: Count,
     #[serde(rename = "preservedSegment", borrow, default)]
     preserved: Option<PreservedSegment<'a>>,
+    /// The entries the compaction kept: those the log writes after the boundary ran before it.
+    #[serde(rename = "preservedMessages", default)]
+    preserved_messages: Option<PreservedMessages>,
+}
+
+#[derive(Deserialize)]
+struct PreservedMessages {
+    #[serde(rename = "allUuids", default)]
+    all_uuids: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -729,6 +738,22 @@ struct AgentState {
     /// A compaction whose summary came and whose re-attached files the log has not written
     /// (yet): rebuilt at the agent's next reply unless a `file` attachment comes first.
     restore: Option<usize>,
+    /// A precomputed compaction (docs/formats.md): the uuids of the entries it kept that the log
+    /// has not written yet, and its summary, held back until they are read.
+    awaiting: Vec<String>,
+    deferred: Option<Deferred>,
+    /// `preservedSegment.headUuid` of the pending compaction when its entry was not read yet.
+    head: Option<String>,
+}
+
+/// A compaction summary held back while the entries written after its boundary but sent before
+/// it are read (`AgentState::awaiting`).
+struct Deferred {
+    message: Message,
+    uuid: Option<String>,
+    compaction: usize,
+    /// `preservedSegment.headUuid`, when the entry it names was not read yet.
+    head: Option<String>,
 }
 
 /// A subagent the main file mentions: its id, the tool call that spawned it, where it was seen.
@@ -752,6 +777,8 @@ struct FileState {
     custom_title: Option<String>,
     /// The first `cwd` the file records.
     cwd: Option<String>,
+    /// Some agent holds a compaction summary back (`AgentState::deferred`).
+    deferring: bool,
 }
 
 impl FileState {
@@ -766,6 +793,7 @@ impl FileState {
             title: None,
             custom_title: None,
             cwd: None,
+            deferring: false,
         }
     }
 }
@@ -880,8 +908,10 @@ impl FileSink<'_> {
                 return;
             }
         }
-        if let Some(ci) = state.restore.take() {
-            push_restored(self.s, ci, ts, pos);
+        if state.deferred.is_none() {
+            if let Some(ci) = state.restore.take() {
+                push_restored(self.s, ci, ts, pos);
+            }
         }
         let mi = self.s.messages.len();
         self.s.push_message(agent, Role::Assistant, parts, ts, pos);
@@ -956,8 +986,7 @@ impl FileSink<'_> {
         // claude-code_posthog-impact, docs/tokens.md "Claude Code": carrying them bent its fit
         // to 4.4 % mean error; without them 0.9 %).
         let tools = unseen.tool_references;
-        let mi = self.s.messages.len();
-        self.s.messages.push(Message {
+        let message = Message {
             agent,
             role: user_role(&parts),
             parts,
@@ -968,7 +997,26 @@ impl FileSink<'_> {
                 ..MessageFlags::default()
             },
             source: pos,
-        });
+        };
+        if is_summary {
+            let state = self.f.agents.entry(agent).or_default();
+            if let (false, Some(ci)) = (state.awaiting.is_empty(), state.pending_compaction) {
+                // Entries the compaction kept come after it in the log: the summary waits.
+                state.pending_compaction = None;
+                state.restore = Some(ci);
+                let head = state.head.take();
+                state.deferred = Some(Deferred {
+                    message,
+                    uuid: e.uuid.map(Cow::into_owned),
+                    compaction: ci,
+                    head,
+                });
+                self.f.deferring = true;
+                return;
+            }
+        }
+        let mi = self.s.messages.len();
+        self.s.messages.push(message);
         if let Some(uuid) = e.uuid {
             self.f.uuid_msg.insert(uuid.into_owned(), mi);
         }
@@ -1072,6 +1120,47 @@ impl FileSink<'_> {
         });
         let state = self.f.agents.entry(agent).or_default();
         state.pending_compaction = Some(self.s.compactions.len() - 1);
+        state.head = meta
+            .as_ref()
+            .and_then(|m| m.preserved.as_ref())
+            .and_then(|p| p.head_uuid.as_deref())
+            .filter(|_| kept_from.is_none())
+            .map(str::to_string);
+        // A precomputed compaction: the kept entries not read yet are written after it.
+        state.awaiting = meta
+            .as_ref()
+            .and_then(|m| m.preserved_messages.as_ref())
+            .map(|p| {
+                p.all_uuids
+                    .iter()
+                    .filter(|u| !self.f.uuid_msg.contains_key(u.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+
+    /// Puts `agent`'s held-back compaction summary in its place: after the entries it kept.
+    fn flush_deferred(&mut self, agent: AgentIdx) {
+        let Some(state) = self.f.agents.get_mut(&agent) else {
+            return;
+        };
+        state.awaiting.clear();
+        let Some(d) = state.deferred.take() else {
+            return;
+        };
+        self.f.deferring = self.f.agents.values().any(|a| a.deferred.is_some());
+        let mi = self.s.messages.len();
+        self.s.messages.push(d.message);
+        let c = &mut self.s.compactions[d.compaction];
+        c.at_message = mi;
+        c.summary = Some(mi);
+        if let Some(h) = d.head.and_then(|h| self.f.uuid_msg.get(&h).copied()) {
+            c.kept_from.get_or_insert(h);
+        }
+        if let Some(uuid) = d.uuid {
+            self.f.uuid_msg.insert(uuid, mi);
+        }
     }
 }
 
@@ -1089,6 +1178,23 @@ impl JsonSink for FileSink<'_> {
             }
         }
         let kind = e.kind.as_deref().unwrap_or("");
+        // An entry of an agent holding a summary back: one the compaction kept goes before the
+        // summary, the first other entry after it.
+        let mut flush_after = None;
+        if self.f.deferring && matches!(kind, "assistant" | "user" | "attachment" | "system") {
+            let agent = self.agent_for(&e);
+            if let Some(st) = self.f.agents.get_mut(&agent) {
+                let before = st.awaiting.len();
+                if let Some(u) = e.uuid.as_deref() {
+                    st.awaiting.retain(|a| a != u);
+                }
+                if st.awaiting.len() == before {
+                    self.flush_deferred(agent);
+                } else if st.awaiting.is_empty() {
+                    flush_after = Some(agent);
+                }
+            }
+        }
         match kind {
             "assistant" => self.assistant(e, pos),
             "user" => self.user(e, pos),
@@ -1125,6 +1231,9 @@ impl JsonSink for FileSink<'_> {
             // file-history-snapshot, queue-operation, permission-mode, last-prompt, …:
             // bookkeeping of the UI, not part of any context.
             _ => {}
+        }
+        if let Some(agent) = flush_after {
+            self.flush_deferred(agent);
         }
         Ok(())
     }
@@ -1250,6 +1359,16 @@ impl LiveLog for Live {
     /// Completes the session from what has been read: subagent names and spawning calls, warnings
     /// for subagents without a file, id, title, hash, and calls in time order.
     fn finish(&mut self) -> Result<()> {
+        // A summary still held back (the log ends before the entries its compaction kept).
+        for f in &mut self.files {
+            if f.deferring {
+                let agents: Vec<AgentIdx> = f.agents.keys().copied().collect();
+                let mut sink = FileSink { s: &mut self.s, f };
+                for a in agents {
+                    sink.flush_deferred(a);
+                }
+            }
+        }
         self.raw_warnings = self.s.warnings.len();
         let main = &self.files[0];
         for l in &main.links[self.links_seen..] {
