@@ -1133,3 +1133,44 @@ fn claude_code_precomputed_compaction_sends_the_kept_call_uncompacted() {
     assert!(ctx[1].counted > 240, "{:?}", ctx[1]);
     assert!(ctx[2].counted < 40, "{:?}", ctx[2]);
 }
+
+/// A tool result is counted from `message.content`, never from the entry's top-level
+/// `toolUseResult` (Claude Code's own record of the tool's output, which the provider does not
+/// see: measured on the real logs, docs/tokens.md).
+#[test]
+fn claude_code_counts_message_content_not_tool_use_result() {
+    let big = "x".repeat(40_000);
+    let result = format!(
+        r#"{{"type":"user","sessionId":"{SID}","uuid":"r1","timestamp":"2026-04-26T22:00:01.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"3 files"}}]}},"toolUseResult":{{"stdout":"{big}","stderr":"","interrupted":false}}}}"#
+    );
+    let s = load(
+        "tool-use-result.jsonl",
+        &[
+            cc_user("u1", "list"),
+            cc_assistant(
+                "a1",
+                "claude-sonnet-4-6",
+                "msg_1",
+                TOOL_USE,
+                r#""tool_use""#,
+                &usage(3, 0, 400, 20),
+            ),
+            result,
+            cc_assistant(
+                "a2",
+                "claude-sonnet-4-6",
+                "msg_2",
+                r#"{"type":"text","text":"Three."}"#,
+                r#""end_turn""#,
+                &usage(3, 400, 30, 3),
+            ),
+        ],
+    );
+    let c = contexts(&s);
+    // "list", the tool call and "3 files": a few dozen tokens, not the 10,000 of toolUseResult.
+    assert!(c[1].counted < 100, "{:?}", c[1]);
+    assert!(s.messages.iter().all(|m| m.parts.iter().all(|p| match p {
+        Part::ToolResult { content, .. } => content == "3 files",
+        _ => true,
+    })));
+}
