@@ -575,8 +575,8 @@ fn read_attachment_text(kind: &str, a: &serde_json::Value) -> Option<String> {
 }
 
 /// The files compaction `ci` re-attached, rebuilt from the log (`claude_restore`): injected user
-/// messages placed before the agent's first reply after it; the files the log does not hold
-/// whole are named in a warning.
+/// messages placed before the agent's first reply after it (the files the log does not hold
+/// whole are left out).
 fn push_restored(s: &mut Session, ci: usize, ts: Option<i64>, pos: SourcePos) {
     let c = &s.compactions[ci];
     let (agent, at) = (c.agent, c.at_message);
@@ -594,15 +594,8 @@ fn push_restored(s: &mut Session, ci: usize, ts: Option<i64>, pos: SourcePos) {
             source: pos,
         });
     }
-    if !r.unknown.is_empty() {
-        s.warn(
-            pos,
-            format!(
-                "the compaction re-attached files the log does not show whole (not counted): {}",
-                r.unknown.join(", ")
-            ),
-        );
-    }
+    // Files the log does not show whole (`r.unknown`) are left out: not a problem of the log,
+    // and a warning on every such compaction would drown the ones that are.
 }
 
 /// A user message made only of tool results (and the images they returned) answers tool calls.

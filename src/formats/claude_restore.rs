@@ -8,7 +8,7 @@
 //! at that moment is in the log when the agent read it whole (a Read without offset or limit) or
 //! wrote it whole (Write) and every later change is an Edit (or MultiEdit) the log holds: the
 //! edits' `old_string` → `new_string` applied in order rebuild it. A file the log shows only in
-//! pieces is not rebuilt (and named in a warning): its text is not in the log.
+//! pieces is not rebuilt (left out): its text is not in the log.
 //!
 //! Runs once per compaction, over the agent's messages before it: no cost while reading.
 
@@ -38,7 +38,7 @@ struct Track {
 }
 
 /// What a compaction re-attached, as the texts of injected messages; the paths the log does not
-/// hold whole (the caller warns).
+/// hold whole.
 pub(crate) struct Restored {
     pub texts: Vec<String>,
     pub unknown: Vec<String>,
