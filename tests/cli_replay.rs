@@ -253,7 +253,9 @@ fn the_text_header_names_the_session_by_its_display_name() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        format!("session {name} — strategy none — window 1,000,000, max output 128,000, counter heuristic")
+        format!(
+            "session {name} — strategy none — window 200,000, max output 35,109, counter heuristic"
+        )
     );
     assert_eq!(lines.next().unwrap(), format!("id {}", session.id));
 }

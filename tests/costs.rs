@@ -67,9 +67,17 @@ fn opus_4_6_is_priced_at_its_own_price_not_opus_4_1s() {
         .sum();
     let r = run.recorded.unwrap();
     assert!((r.cost_usd - usd).abs() < 1e-6, "{} vs {usd}", r.cost_usd);
-    // Opus 4.6 runs on a 1M window with 128k output (the old fallback gave 200k / 32k).
-    assert_eq!(run.budget.context_window, 1_000_000);
-    assert_eq!(run.budget.max_output, 128_000);
+    // The table gives Opus 4.6 a 1M window with 128k output (the old fallback gave 200k / 32k);
+    // this session ran on 200k, as its automatic compaction shows (the test below).
+    let e = ModelTable::builtin()
+        .find("claude-opus-4-6")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (e.context_window, e.max_output),
+        (Some(1_000_000), Some(128_000))
+    );
+    assert_eq!(run.budget.context_window, 200_000);
 }
 
 #[test]
@@ -122,6 +130,45 @@ fn an_unknown_claude_opus_5_log_replays_on_an_assumed_1m_window() {
     // With the built-in table it is known: no assumption.
     let l = replay::resolve_limits(&s, &ModelTable::builtin()).unwrap();
     assert!(l.assumed.is_empty(), "{:?}", l.assumed);
+    assert_eq!(l.budget.context_window, 1_000_000);
+}
+
+/// Claude Code runs Opus 4.6 / 4.7 on a 200,000 window unless asked for 1M, which the model table
+/// gives: the log's automatic compaction at ~167.8k (200,000 − 33k) says which one the session had,
+/// and a what-if replay on 1,000,000 would never compact where the agent did.
+#[test]
+fn a_log_that_compacted_automatically_below_half_the_tables_window_replays_on_the_smaller_one() {
+    let table = ModelTable::builtin();
+    for (log, model, at) in [
+        (OPUS_46, "claude-opus-4-6", "167,825"),
+        (
+            "claude-code_posthog-impact/claude-session.jsonl",
+            "claude-opus-4-7",
+            "167,766",
+        ),
+    ] {
+        let s = load(log);
+        assert_eq!(
+            table.find(model).and_then(|e| e.context_window),
+            Some(1_000_000)
+        );
+        let l = replay::resolve_limits(&s, &table).unwrap();
+        assert_eq!(l.budget.context_window, 200_000, "{log}: {:?}", l.assumed);
+        assert!(
+            l.assumed[0].starts_with("context window 200,000 from the log")
+                && l.assumed[0].contains(at)
+                && l.assumed[0].contains("1,000,000"),
+            "{log}: {:?}",
+            l.assumed
+        );
+        // Without its compactions the same session takes the table's window.
+        let mut s = s;
+        s.compactions.clear();
+        let l = replay::resolve_limits(&s, &table).unwrap();
+        assert_eq!(l.budget.context_window, 1_000_000, "{log}");
+    }
+    // A session that ran on 1M and never compacted keeps the table's window.
+    let l = replay::resolve_limits(&load(OPUS_5), &table).unwrap();
     assert_eq!(l.budget.context_window, 1_000_000);
 }
 

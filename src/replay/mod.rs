@@ -466,7 +466,19 @@ pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> 
             ),
             &mut assumed,
         ),
-        (None, Some(w)) => w,
+        (None, Some(w)) => match compacted_below(session, name, w) {
+            Some((smaller, at)) => {
+                assumed.push(format!(
+                    "context window {} from the log: its automatic compaction at {} tokens fired below that window, and no agent compacts on its own below half of the model table's {} for {}",
+                    fmt_tokens(smaller),
+                    fmt_tokens(at),
+                    fmt_tokens(w),
+                    name.unwrap_or("its model")
+                ));
+                smaller
+            }
+            None => w,
+        },
         (None, None) => {
             if peak == 0 {
                 return Err(Error::Invalid(format!(
@@ -511,6 +523,33 @@ pub fn resolve_limits(session: &Session, models: &ModelTable) -> Result<Limits> 
     }
     assumed.extend(budget_contradiction(session, &budget));
     Ok(Limits { budget, assumed })
+}
+
+/// The window an agent really ran with when its log shows it smaller than the model table's `w`:
+/// an automatic compaction the log recorded (not inferred) fires near the window the agent had
+/// (Claude Code at window − 33k, Codex at 90 %, pi at window − 16k), so one at under half of `w`
+/// means the agent ran a smaller window (Claude Code runs Opus 4.6 / 4.7 on 200,000 unless asked
+/// for 1M, which the model table gives). Returns the smallest standard window of the model's
+/// provider that holds the largest such compaction and every recorded context, with that
+/// compaction's size; `None` when the log shows no such thing.
+fn compacted_below(session: &Session, model: Option<&str>, w: u64) -> Option<(u64, u64)> {
+    let at = session
+        .compactions
+        .iter()
+        .filter(|c| !c.inferred && c.trigger == "auto")
+        .filter_map(|c| c.pre_tokens)
+        .max()?;
+    if at.saturating_mul(2) >= w {
+        return None;
+    }
+    let peak = session
+        .calls
+        .iter()
+        .filter_map(|c| c.usage.map(|u| u.context_tokens()))
+        .max()
+        .unwrap_or(0);
+    let smaller = smallest_holding(standard_windows(model).0, at.max(peak) + 1);
+    (smaller < w).then_some((smaller, at))
 }
 
 /// A warning when the log contradicts `budget`: calls it recorded (so they were sent) whose
