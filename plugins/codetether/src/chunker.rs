@@ -19,7 +19,9 @@
 //! - **reassemble** (`reassemble.rs`): the taken chunks in order, joined by "\n", with
 //!   `\n[... N lines omitted ...]\n` between two that are not adjacent.
 
-use crate::estimate::{estimate_tokens, Span};
+#[cfg(test)]
+use crate::estimate::estimate_tokens;
+use crate::estimate::Span;
 
 /// `ChunkOptions::default().max_chunk_tokens`.
 pub const MAX_CHUNK_TOKENS: u64 = 4_000;
@@ -27,7 +29,15 @@ pub const MAX_CHUNK_TOKENS: u64 = 4_000;
 /// Whether a line opens a chunk (`find_boundaries`). Every line of a compressed prefix is asked
 /// once: the prefixes are checked by the trimmed line's first byte, and one pass over its bytes
 /// finds `error:` (any case) and `FAILED` anywhere.
+#[cfg(test)]
 pub fn is_boundary(line: &str) -> bool {
+    boundary(line, true)
+}
+
+/// `is_boundary`, told whether the line holds a `:` or a `D` at all (`scan`: without one neither
+/// `error:` nor `FAILED` can be in it, and the byte scan is skipped; `scan_line` finds that out
+/// in the same pass that counts the line's whitespace).
+fn boundary(line: &str, scan: bool) -> bool {
     let t = line.trim();
     let b = t.as_bytes();
     let Some(&first) = b.first() else {
@@ -57,6 +67,9 @@ pub fn is_boundary(line: &str) -> bool {
     if by_start {
         return true;
     }
+    if !scan {
+        return false;
+    }
     // `to_lowercase().contains("error:")` (no non-ASCII character lowercases to an ASCII letter
     // of "error", so ASCII case folding is the same test) and `contains("FAILED")`.
     for i in 5..b.len() {
@@ -70,11 +83,68 @@ pub fn is_boundary(line: &str) -> bool {
 }
 
 /// `str::lines`: split on "\n", a trailing "\r" removed from each line, no last empty line.
+#[cfg(test)]
 pub fn lines(content: &str) -> Vec<&str> {
     content.lines().collect()
 }
 
+/// One line of a text as `str::lines` gives it, with its span, whether it holds a `:` or a `D`,
+/// and the span of what ends it ("\n", "\r\n" or nothing).
+struct ScannedLine<'t> {
+    text: &'t str,
+    span: Span,
+    colon_or_d: bool,
+    end: Span,
+}
+
+/// Bytes of `b` that are ASCII whitespace, and whether any is `:` or `D`: one pass, in runs of
+/// 255 into byte-wide sums so it compiles to vector compares.
+fn scan_bytes(b: &[u8]) -> (u64, bool) {
+    let mut n = 0u64;
+    let mut hit = 0u8;
+    for run in b.chunks(255) {
+        let mut c = 0u8;
+        for &x in run {
+            c += ((x == b' ') | ((x.wrapping_sub(9) < 5) & (x != 11))) as u8;
+            hit |= ((x == b':') | (x == b'D')) as u8;
+        }
+        n += c as u64;
+    }
+    (n, hit != 0)
+}
+
+/// The lines of `text` as `str::lines` splits them (on "\n", a "\r" before it removed; a last
+/// line without "\n" keeps its "\r"), each measured in one pass; "\n" found with `memchr`.
+fn scan_lines<'t>(text: &'t str, mut f: impl FnMut(ScannedLine<'t>)) {
+    let b = text.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        let (raw_end, next, mut end) = match memchr::memchr(b'\n', &b[at..]) {
+            Some(i) => (at + i, at + i + 1, Span { bytes: 1, ws: 1 }),
+            None => (b.len(), b.len(), Span::default()),
+        };
+        let mut stop = raw_end;
+        if next > raw_end && stop > at && b[stop - 1] == b'\r' {
+            stop -= 1;
+            end = Span { bytes: 2, ws: 2 };
+        }
+        let (ws, colon_or_d) = scan_bytes(&b[at..stop]);
+        f(ScannedLine {
+            // A line ends before an ASCII byte or at the end: a char boundary.
+            text: &text[at..stop],
+            span: Span {
+                bytes: (stop - at) as u64,
+                ws,
+            },
+            colon_or_d,
+            end,
+        });
+        at = next;
+    }
+}
+
 /// One chunk: its first and last line, its size as `select_chunks` sees it.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
     pub start: usize,
@@ -83,6 +153,7 @@ pub struct Chunk {
 }
 
 /// Span of `lines[a..b]` joined by "\n".
+#[cfg(test)]
 fn joined(lines: &[&str], a: usize, b: usize) -> Span {
     let mut s = Span::default();
     for l in &lines[a..b] {
@@ -96,6 +167,7 @@ fn joined(lines: &[&str], a: usize, b: usize) -> Span {
 }
 
 /// `flush_chunk`: lines `a..b` as one chunk, or as `split_large_chunk`'s pieces.
+#[cfg(test)]
 fn flush(lines: &[&str], a: usize, b: usize, out: &mut Vec<Chunk>) {
     let tokens = joined(lines, a, b).tokens();
     if tokens <= MAX_CHUNK_TOKENS {
@@ -128,6 +200,7 @@ fn flush(lines: &[&str], a: usize, b: usize, out: &mut Vec<Chunk>) {
 }
 
 /// `chunk(content, None)` over the content's lines.
+#[cfg(test)]
 pub fn chunk(lines: &[&str]) -> Vec<Chunk> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -144,6 +217,7 @@ pub fn chunk(lines: &[&str]) -> Vec<Chunk> {
 }
 
 /// `select_chunks`: newest first, each while it fits; returned in order.
+#[cfg(test)]
 pub fn select(chunks: &[Chunk], max_tokens: u64) -> Vec<Chunk> {
     let mut total = 0u64;
     let mut taken: Vec<Chunk> = chunks
@@ -163,6 +237,7 @@ pub fn select(chunks: &[Chunk], max_tokens: u64) -> Vec<Chunk> {
 }
 
 /// `reassemble` of the taken chunks of `lines`.
+#[cfg(test)]
 pub fn reassemble(lines: &[&str], taken: &[Chunk]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -185,8 +260,40 @@ pub fn reassemble(lines: &[&str], taken: &[Chunk]) -> String {
     out
 }
 
-/// `RlmChunker::compress(content, max_tokens, None)`.
+/// `RlmChunker::compress(content, max_tokens, None)`: the text's lines measured in one pass
+/// and chunked as `Stream` does, then reassembled from the taken runs.
+#[cfg(test)]
 pub fn compress(content: &str, max_tokens: u64) -> String {
+    compress_measured(content, max_tokens).0
+}
+
+/// `compress`, and the span of its output.
+pub fn compress_measured(content: &str, max_tokens: u64) -> (String, Span) {
+    let mut st = Stream::new();
+    let mut at: Vec<(u32, u32)> = Vec::new();
+    let base = content.as_ptr() as usize;
+    scan_lines(content, |l| {
+        let a = l.text.as_ptr() as usize - base;
+        at.push((a as u32, (a + l.text.len()) as u32));
+        st.line(l.text, l.span, l.colon_or_d);
+    });
+    let (span, ranges) = st.compress_span(max_tokens);
+    let out = reassemble_ranges(&ranges, |a, b, out| {
+        for i in a..=b {
+            if i > a {
+                out.push('\n');
+            }
+            let (x, y) = at[i as usize];
+            out.push_str(&content[x as usize..y as usize]);
+        }
+    });
+    (out, span)
+}
+
+/// The chunker as written (`chunk`, `select`, `reassemble` over `lines`): what the tests
+/// hold `compress` and `Stream` to.
+#[cfg(test)]
+pub fn compress_reference(content: &str, max_tokens: u64) -> String {
     let lines = lines(content);
     let chunks = chunk(&lines);
     let taken = select(&chunks, max_tokens);
@@ -216,14 +323,17 @@ struct Rec {
     span: Span,
 }
 
-/// The chunk being built: its first line, its lines joined, and `split_large_chunk`'s pieces so
-/// far (the greedy split of a prefix of lines is a prefix of the split of all of them).
+/// The chunk being built: its first line, its lines joined, and while it is split
+/// (`split_large_chunk`), the piece being built (the greedy split of a prefix of lines is a
+/// prefix of the split of all of them, so the pieces before it are closed already).
 #[derive(Clone, Debug, Default)]
 struct Open {
     start: u64,
     lines: u64,
     joined: Span,
-    pieces: Vec<Rec>,
+    /// The spans of its lines while it is not split: its pieces are only worked out once its
+    /// lines joined go over `MAX_CHUNK_TOKENS`, which most chunks never do.
+    spans: Vec<Span>,
     cur: Rec,
     cur_lines: u64,
     /// Its lines joined are over `MAX_CHUNK_TOKENS`: it will be split whatever follows, so the
@@ -231,6 +341,12 @@ struct Open {
     /// them in O(log n), however long a stretch without boundary lines runs).
     split: bool,
 }
+
+/// Lines joined of at most this many bytes are within `MAX_CHUNK_TOKENS` at any band (2.8
+/// bytes a token at the densest: 11,000 bytes are at most 3,929 tokens).
+const SURE_FITS_BYTES: u64 = 11_000;
+
+const NEWLINE: Span = Span { bytes: 1, ws: 1 };
 
 /// Minimums over runs of 2^k values, appended one at a time: the newest value of at most `g`
 /// before a position in O(log n).
@@ -334,38 +450,60 @@ impl Stream {
         self.closed.push(r);
     }
 
-    /// Appends text that ends with "\n" (a rendered message).
-    pub fn push(&mut self, text: &str) {
-        self.total = self.total.plus(Span::of(text));
-        for line in text.lines() {
-            self.line(line);
-        }
+    /// Appends text that ends with "\n" (a rendered message); returns how many lines it held.
+    pub fn push(&mut self, text: &str) -> u64 {
+        let before = self.lines;
+        scan_lines(text, |l| {
+            self.total = self.total.plus(l.span).plus(l.end);
+            self.line(l.text, l.span, l.colon_or_d);
+        });
+        self.lines - before
     }
 
-    fn line(&mut self, line: &str) {
-        if self.open.lines > 0 && is_boundary(line) {
-            let open = std::mem::take(&mut self.open);
-            for r in Self::chunks_of(&open) {
-                self.close(r);
-            }
+    /// One line of `span`; `scan`: it holds a `:` or a `D` (`boundary`).
+    fn line(&mut self, line: &str, sp: Span, scan: bool) {
+        if self.open.lines > 0 && boundary(line, scan) {
+            self.flush_open();
         }
         let n = self.lines;
         self.lines += 1;
-        let sp = Span::of(line);
         let o = &mut self.open;
         if o.lines == 0 {
             o.start = n;
             o.joined = sp;
         } else {
-            o.joined = o.joined.plus(sp).plus(Span { bytes: 1, ws: 1 });
+            o.joined = o.joined.plus(sp).plus(NEWLINE);
         }
         o.lines += 1;
+        if o.split {
+            self.piece_line(n, sp);
+            return;
+        }
+        o.spans.push(sp);
+        if o.joined.bytes > SURE_FITS_BYTES && o.joined.tokens() > MAX_CHUNK_TOKENS {
+            // `split_large_chunk` from its first line: the pieces before the last are final.
+            o.split = true;
+            o.cur_lines = 0;
+            let (start, spans) = (o.start, std::mem::take(&mut o.spans));
+            for (k, &sp) in spans.iter().enumerate() {
+                self.piece_line(start + k as u64, sp);
+            }
+            self.open.spans = spans;
+        }
+    }
+
+    /// `split_large_chunk`'s step for line `n`: a piece closes before the line that would take
+    /// the sum of its lines' own estimates past `MAX_CHUNK_TOKENS`.
+    fn piece_line(&mut self, n: u64, sp: Span) {
         let t = sp.tokens();
+        let o = &mut self.open;
         if o.cur_lines > 0 && o.cur.tokens + t > MAX_CHUNK_TOKENS {
             o.cur.end = n - 1;
-            o.pieces.push(o.cur);
             o.cur_lines = 0;
+            let r = o.cur;
+            self.close(r);
         }
+        let o = &mut self.open;
         if o.cur_lines == 0 {
             o.cur = Rec {
                 start: n,
@@ -375,48 +513,66 @@ impl Stream {
             };
         } else {
             o.cur.tokens += t;
-            o.cur.span = o.cur.span.plus(sp).plus(Span { bytes: 1, ws: 1 });
+            o.cur.span = o.cur.span.plus(sp).plus(NEWLINE);
             o.cur.end = n;
         }
         o.cur_lines += 1;
-        if !o.split && o.joined.tokens() > MAX_CHUNK_TOKENS {
-            o.split = true;
+    }
+
+    /// Closes the open chunk (its last piece when split); a new one starts empty.
+    fn flush_open(&mut self) {
+        if let Some(r) = Self::chunk_of(&self.open) {
+            self.close(r);
         }
-        if o.split && !o.pieces.is_empty() {
-            let pieces = std::mem::take(&mut self.open.pieces);
-            for r in pieces {
-                self.close(r);
-            }
+        let o = &mut self.open;
+        o.lines = 0;
+        o.split = false;
+        o.cur_lines = 0;
+        o.spans.clear();
+    }
+
+    /// `flush_chunk` of the open chunk as it stands: the whole of it, or when split its last
+    /// piece (the earlier ones are closed).
+    fn chunk_of(o: &Open) -> Option<Rec> {
+        if o.lines == 0 {
+            None
+        } else if o.split {
+            Some(o.cur)
+        } else {
+            // Not split: its lines joined are within `MAX_CHUNK_TOKENS` (`line`).
+            Some(Rec {
+                start: o.start,
+                end: o.start + o.lines - 1,
+                tokens: o.joined.tokens(),
+                span: o.joined,
+            })
         }
     }
 
-    /// `flush_chunk` of the open chunk as it stands.
-    fn chunks_of(o: &Open) -> Vec<Rec> {
-        if o.lines == 0 {
-            return Vec::new();
+    /// The first closed chunk `j ≤ i` whose chunks `j..i` sum to at most `g` tokens: a
+    /// galloping search back from `i` (most runs are short; the first can be long), then a
+    /// binary one within the last step.
+    fn fit_from(&self, i: usize, g: u64) -> usize {
+        let top = self.cum[i].0;
+        let over = |j: usize| top - self.cum[j].0 > g;
+        let (mut lo, mut hi, mut step) = (0, i, 1);
+        while step <= hi {
+            let m = hi - step;
+            if over(m) {
+                lo = m;
+                break;
+            }
+            hi = m;
+            step *= 2;
         }
-        let tokens = o.joined.tokens();
-        if o.split {
-            // Its earlier pieces are closed already.
-            return vec![o.cur];
-        }
-        if tokens <= MAX_CHUNK_TOKENS {
-            return vec![Rec {
-                start: o.start,
-                end: o.start + o.lines - 1,
-                tokens,
-                span: o.joined,
-            }];
-        }
-        let mut v = o.pieces.clone();
-        v.push(o.cur);
-        v
+        lo + self.cum[lo..=hi].partition_point(|c| top - c.0 > g)
     }
 
     /// The span of `compress(text so far, max_tokens)`, and the line ranges (first, last) of
     /// the runs of taken chunks, in order: `Stream::text` writes the output from them.
     pub fn compress_span(&self, max_tokens: u64) -> (Span, Vec<(u64, u64)>) {
-        let tail = Self::chunks_of(&self.open);
+        let open = Self::chunk_of(&self.open);
+        let tail = open.as_slice();
         let base = self.closed.len();
         // Taken chunks as runs of consecutive indices (newest first): (first, last).
         let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -436,7 +592,7 @@ impl Stream {
             let g = max_tokens - total;
             // The longest run ending at i − 1 that fits.
             let top = self.cum[i].0;
-            let j = self.cum[..=i].partition_point(|c| top - c.0 > g);
+            let j = self.fit_from(i, g);
             if j < i {
                 total += top - self.cum[j].0;
                 take(j, i - 1, &mut runs);
@@ -639,9 +795,11 @@ mod tests {
     #[test]
     fn a_single_chunk_over_the_cap_leaves_nothing() {
         let content = "line\n".repeat(1000);
-        assert_eq!(compress(&content, 100), "");
-        assert_eq!(compress(&content, 1_388), "");
-        assert_eq!(compress(&content, 1_389), content.trim_end());
+        for f in [compress, compress_reference] {
+            assert_eq!(f(&content, 100), "");
+            assert_eq!(f(&content, 1_388), "");
+            assert_eq!(f(&content, 1_389), content.trim_end());
+        }
     }
 
     #[test]
@@ -705,7 +863,13 @@ mod tests {
                 stream.push(&m);
                 text.push_str(&m);
                 for cap in [0, 7, 300, 4_000, 9_000, 32_000, 1 << 40] {
-                    let want = compress(&text, cap);
+                    let want = compress_reference(&text, cap);
+                    let (got, got_span) = compress_measured(&text, cap);
+                    assert_eq!(
+                        (got, got_span),
+                        (want.clone(), Span::of(&want)),
+                        "round {round}, cap {cap}"
+                    );
                     let (span, ranges) = stream.compress_span(cap);
                     assert_eq!(span, Span::of(&want), "round {round}, cap {cap}");
                     let all = lines(&text);
@@ -715,6 +879,32 @@ mod tests {
                     assert_eq!(got, want, "round {round}, cap {cap}");
                 }
             }
+        }
+    }
+
+    /// `scan_lines` splits as `str::lines` does ("\r\n", a bare "\r", a last line without
+    /// "\n", empty lines) and measures each line as `Span::of` and the `:`/`D` test would.
+    #[test]
+    fn scanned_lines_are_str_lines() {
+        let mut rng = ctxlab_plugin_api::testing::Rng(3);
+        let bits = [
+            "a", " ", "\n", "\r", "\r\n", ":", "D", "é", "\t", "xyz", "\n\n",
+        ];
+        for _ in 0..5_000 {
+            let mut t = String::new();
+            for _ in 0..rng.below(12) {
+                t.push_str(bits[rng.below(bits.len() as u64) as usize]);
+            }
+            let mut got = Vec::new();
+            let mut total = Span::default();
+            scan_lines(&t, |l| {
+                assert_eq!(l.span, Span::of(l.text));
+                assert_eq!(l.colon_or_d, l.text.contains([':', 'D']));
+                total = total.plus(l.span).plus(l.end);
+                got.push(l.text);
+            });
+            assert_eq!(got, t.lines().collect::<Vec<_>>(), "{t:?}");
+            assert_eq!(total, Span::of(&t), "{t:?}");
         }
     }
 

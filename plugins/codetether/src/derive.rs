@@ -39,7 +39,7 @@ pub(crate) struct Summary {
 #[derive(Clone, Debug)]
 pub(crate) enum Body {
     /// The chunker's output.
-    Text(std::rc::Rc<str>),
+    Text(std::rc::Rc<String>),
     /// The chunker's output for the history's first `toc.end` positions, measured on the
     /// incremental stream (`History::stream`): the line ranges it keeps, written only when a
     /// later step of the cascade renders it.
@@ -128,8 +128,8 @@ impl Summary {
     }
     /// The whole message as CodeTether holds it: tag, body, index, note. A background RLM
     /// summary's body is not known: words of 4 bytes stand for its `body` tokens.
-    pub fn full_text(&self, h: &History, call: &Call<'_>) -> String {
-        let mut t = String::from(SUMMARY_HEAD);
+    pub fn full_text_into(&self, h: &History, call: &Call<'_>, t: &mut String) {
+        t.push_str(SUMMARY_HEAD);
         match &self.chunked {
             Body::Text(c) => t.push_str(c),
             Body::Stream(ranges) => {
@@ -144,9 +144,8 @@ impl Summary {
                 }
             }
         }
-        self.toc.render(h, call, &mut t);
+        self.toc.render(h, call, t);
         t.push_str(SUMMARY_TAIL);
-        t
     }
     /// CodeTether's estimate of that literal text.
     pub fn text_tokens(&self) -> u64 {
@@ -306,7 +305,10 @@ fn compress(
             let mut context = String::new();
             let mut idx = 0;
             if let Some(sum) = &l.summary {
-                crate::render::summary(&mut context, 0, &sum.full_text(v.h, v.call));
+                // The summary as list message 0 (`[0 Assistant]`, its text, the separator).
+                context.push_str("[0 Assistant]\n");
+                sum.full_text_into(v.h, v.call, &mut context);
+                context.push_str("\n\n---\n\n");
                 idx = 1;
             }
             for p in l.start..start {
@@ -315,13 +317,12 @@ fn compress(
             if context.trim().is_empty() {
                 return None;
             }
-            let ctx_tokens = estimate_tokens(&context);
             if rlm {
-                (Body::Rlm, Span::default(), ctx_tokens)
+                (Body::Rlm, Span::default(), estimate_tokens(&context))
             } else {
-                let out = crate::chunker::compress(&context, cap);
-                let span = Span::of(&out);
-                (Body::Text(out.into()), span, ctx_tokens)
+                let (out, span) = crate::chunker::compress_measured(&context, cap);
+                // Only a background summary's size depends on the context's estimate.
+                (Body::Text(out.into()), span, 0)
             }
         };
     let toc = Toc {
@@ -366,17 +367,21 @@ pub(crate) fn replacement(h: &History, end: usize, text: String, body: u64) -> O
     const MESSAGE_TOKENS: u64 = 16;
     let replaced = h.host_tokens(0, end);
     let upper = |t: &str| t.len() as u64 + MESSAGE_TOKENS;
-    let short = text.lines().next().unwrap_or_default().to_string();
-    for t in [text, short] {
-        if upper(&t) <= replaced {
-            let body = body.min(replaced - upper(&t));
-            return OpKind::Summarize {
-                role: Role::Assistant,
-                max_tokens: body,
-                summarizer_input_tokens: 0,
-                text: t,
-            };
+    let summarize = |t: String| {
+        let body = body.min(replaced - upper(&t));
+        OpKind::Summarize {
+            role: Role::Assistant,
+            max_tokens: body,
+            summarizer_input_tokens: 0,
+            text: t,
         }
+    };
+    if upper(&text) <= replaced {
+        return summarize(text);
+    }
+    let short = text.lines().next().unwrap_or_default().to_string();
+    if upper(&short) <= replaced {
+        return summarize(short);
     }
     OpKind::Drop
 }

@@ -87,7 +87,11 @@ pub fn tokens_of(bytes: u64, ws: u64) -> u64 {
     if bytes == 0 {
         return 0;
     }
-    (bytes as f64 / chars_per_token(bytes, ws)).ceil() as u64
+    // `f64::ceil` is a libm call on the baseline x86-64 target; this is the same value for
+    // every quotient below 2^53 (the truncation is exact there).
+    let x = bytes as f64 / chars_per_token(bytes, ws);
+    let t = x as u64;
+    t + ((t as f64) < x) as u64
 }
 
 /// `RlmChunker::estimate_tokens(text)`.
@@ -174,6 +178,18 @@ mod tests {
         assert_eq!(estimate_tokens("ab\ncd\tef gh abc"), 4);
         // Bytes, not chars: 'é' is two bytes.
         assert_eq!(estimate_tokens("éééé"), 3);
+    }
+
+    /// The integer ceiling is `f64::ceil`'s at every band, across every size a text of up to
+    /// 2 MB can have.
+    #[test]
+    fn tokens_round_up_as_ceil_does() {
+        for bytes in 1..2_000_000u64 {
+            for ws in [0, bytes / 19, bytes / 9, bytes / 6, bytes / 2] {
+                let want = (bytes as f64 / chars_per_token(bytes, ws)).ceil() as u64;
+                assert_eq!(tokens_of(bytes, ws), want, "{bytes} {ws}");
+            }
+        }
     }
 
     /// The counted whitespace is exactly `is_ascii_whitespace`'s, over every byte value and

@@ -161,8 +161,7 @@ impl PrefixStream {
             self.first_line.push(self.lines);
             self.index.push(self.idx as u32);
             self.idx += crate::render::message(&mut self.buf, self.idx, call, h, self.upto, len);
-            self.lines += self.buf.lines().count() as u64;
-            self.stream.push(&self.buf);
+            self.lines += self.stream.push(&self.buf);
             self.upto += 1;
         }
     }

@@ -88,8 +88,15 @@ pub fn pruned_span(input: &str) -> Span {
 
 /// `prune_text` (lingua.rs): the text itself, for the chunker's rendering of a compressed
 /// prefix (`pruned_span` measures the same without writing it).
+#[cfg(test)]
 pub fn pruned_text(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
+    pruned_into(&mut out, input);
+    out
+}
+
+/// `prune_text` appended to `out`.
+pub fn pruned_into(out: &mut String, input: &str) {
     let mut in_code = false;
     let mut blank_run = 0usize;
     for line in input.split_inclusive('\n') {
@@ -117,18 +124,21 @@ pub fn pruned_text(input: &str) -> String {
             continue;
         }
         blank_run = 0;
-        let mut prev = ' ';
-        for (i, c) in trimmed.char_indices() {
-            if !(c == ' ' && i > 0 && prev == ' ') {
-                out.push(c);
+        // Every space that follows a space goes (the first byte always stays); a space is one
+        // byte and never inside a multi-byte character, so the kept runs are whole characters.
+        let b = trimmed.as_bytes();
+        let mut from = 0;
+        for i in 1..b.len() {
+            if b[i] == b' ' && b[i - 1] == b' ' {
+                out.push_str(&trimmed[from..i]);
+                from = i + 1;
             }
-            prev = c;
         }
+        out.push_str(&trimmed[from..]);
         if line.ends_with('\n') {
             out.push('\n');
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! tool outputs replaced by their dedup marker, assistant text older than the last 6 pruned.
 
 use crate::history::{History, Kind};
-use crate::prune::{pruned_text, LINGUA_KEEP_LAST, THINKING_KEEP_LAST};
+use crate::prune::{pruned_into, LINGUA_KEEP_LAST, THINKING_KEEP_LAST};
 use ctxlab_plugin_api::{Call, PartKind, Role};
 use std::fmt::Write;
 
@@ -22,6 +22,23 @@ fn label(kind: Kind, role: Role) -> &'static str {
         Role::Assistant => "Assistant",
         Role::Tool => "Tool",
     }
+}
+
+/// Appends `n` in decimal (what `write!(out, "{n}")` writes, without the formatting machinery:
+/// every rendered message starts with its index).
+pub(crate) fn push_num(out: &mut String, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
 }
 
 /// Appends history position `p` as list message `idx`, and the placeholders pair repair puts
@@ -44,23 +61,30 @@ pub(crate) fn message(
     let markers = h.dedup_markers.get(&p);
     let marker = |j: usize| markers.and_then(|v| v.iter().find(|x| x.0 == j).map(|x| x.1.as_str()));
     let head = out.len();
-    let _ = writeln!(out, "[{idx} {}]", label(h.entries[p].kind, m.role()));
+    out.push('[');
+    push_num(out, idx);
+    out.push(' ');
+    out.push_str(label(h.entries[p].kind, m.role()));
+    out.push_str("]\n");
     let body = out.len();
     let mut tools = m.tools();
     let mut result = 0;
     let mut tool = |out: &mut String, t: ctxlab_plugin_api::Tool<'_>, body: &str| {
         if t.is_result() {
-            let _ = writeln!(out, "[ToolResult id={}]", t.id());
+            out.push_str("[ToolResult id=");
+            out.push_str(t.id());
+            out.push_str("]\n");
             out.push_str(marker(result).unwrap_or(body));
             out.push('\n');
             result += 1;
         } else {
-            let _ = writeln!(
-                out,
-                "[ToolCall id={} name={}]\nargs: {body}",
-                t.id(),
-                t.name()
-            );
+            out.push_str("[ToolCall id=");
+            out.push_str(t.id());
+            out.push_str(" name=");
+            out.push_str(t.name());
+            out.push_str("]\nargs: ");
+            out.push_str(body);
+            out.push('\n');
         }
     };
     match call.parts(p) {
@@ -69,7 +93,7 @@ pub(crate) fn message(
                 let text = std::str::from_utf8(bytes).unwrap_or_default();
                 match kind {
                     PartKind::Text if lingua => {
-                        out.push_str(&pruned_text(text));
+                        pruned_into(out, text);
                         out.push('\n');
                     }
                     PartKind::Text => {
@@ -132,9 +156,4 @@ pub(crate) fn message(
         }
     }
     1 + placed
-}
-
-/// Appends a synthetic assistant message of `text` (the cascade's summary) as list message `idx`.
-pub(crate) fn summary(out: &mut String, idx: usize, text: &str) {
-    let _ = write!(out, "[{idx} Assistant]\n{text}\n\n---\n\n");
 }
