@@ -670,7 +670,7 @@ impl History {
                 Some(parts) => parts
                     .filter(|(k, _)| *k == ctxlab_plugin_api::PartKind::Text)
                     .map(|(_, b)| {
-                        let t = std::str::from_utf8(b).unwrap_or_default();
+                        let t = crate::render::part_str(m.text(), b);
                         Span::of(t).tokens().saturating_sub(pruned_span(t).tokens())
                     })
                     .sum(),

@@ -41,6 +41,15 @@ pub(crate) fn push_num(out: &mut String, mut n: usize) {
     out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
 }
 
+/// A part's bytes as text: the host's parts are slices of the message's text, so the part is
+/// that text sliced (a check of its two ends) rather than validated again byte by byte.
+pub(crate) fn part_str<'a>(text: &'a str, bytes: &'a [u8]) -> &'a str {
+    let at = (bytes.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    text.get(at..at.wrapping_add(bytes.len()))
+        .filter(|t| std::ptr::eq(t.as_ptr(), bytes.as_ptr()))
+        .unwrap_or_else(|| std::str::from_utf8(bytes).unwrap_or_default())
+}
+
 /// Appends history position `p` as list message `idx`, and the placeholders pair repair puts
 /// after it; `len` is the history's length (the passes' windows count from its end). Returns
 /// how many list messages it wrote (0: CodeTether's list does not hold it, an old assistant
@@ -90,7 +99,7 @@ pub(crate) fn message(
     match call.parts(p) {
         Some(parts) => {
             for (kind, bytes) in parts {
-                let text = std::str::from_utf8(bytes).unwrap_or_default();
+                let text = part_str(m.text(), bytes);
                 match kind {
                     PartKind::Text if lingua => {
                         pruned_into(out, text);
@@ -156,4 +165,25 @@ pub(crate) fn message(
         }
     }
     1 + placed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::part_str;
+
+    /// A slice of the message's text is that text sliced; bytes from elsewhere are validated.
+    #[test]
+    fn part_str_slices_the_text_or_validates() {
+        let text = "héllo\nwörld";
+        let b = text.as_bytes();
+        assert_eq!(part_str(text, &b[7..]), "wörld");
+        assert!(std::ptr::eq(
+            part_str(text, &b[7..]).as_ptr(),
+            b[7..].as_ptr()
+        ));
+        let other = String::from("élan");
+        assert_eq!(part_str(text, other.as_bytes()), "élan");
+        // Not on a char boundary of the text: validated, and invalid bytes give "".
+        assert_eq!(part_str(text, &b[1..2]), "");
+    }
 }
