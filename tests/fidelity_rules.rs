@@ -686,12 +686,128 @@ fn cline_ui_log_deleted_range_is_a_truncation() {
     assert_eq!(s.compactions.len(), 1, "{:?}", s.compactions);
     assert_eq!(s.compactions[0].trigger, "truncation");
     let c = contexts(&s);
-    // Call 3 sent the task, its reply and its own request: both big requests are gone.
+    // Call 3 sent the task, its reply (now Cline's truncation notice, ~80 tokens) and its own
+    // request: both big requests (1,000 tokens each) are gone.
     assert!(c[3].counted < c[2].counted / 3, "{c:?}");
-    assert!(c[3].counted < 100, "{c:?}");
+    assert!(c[3].counted < 200, "{c:?}");
     // The next call keeps the truncated history and adds to it.
     assert!(c[4].counted > c[3].counted, "{c:?}");
-    assert!(c[4].counted < 100, "{c:?}");
+    assert!(c[4].counted < 200, "{c:?}");
+}
+
+/// Cline's first truncation sets the first assistant message's block 0 to its truncation notice
+/// (cline/cline `src/core/context/context-management/ContextManager.ts`,
+/// `applyStandardContextTruncationNoticeChange`), which `applyContextHistoryUpdates` applies only
+/// where that block is text: a first reply opening with its thinking is sent unchanged.
+#[test]
+fn cline_first_truncation_puts_its_notice_in_the_first_reply() {
+    let big = "x".repeat(4000);
+    let r = Some((2, 5));
+    let load = |first_reply: &[String]| {
+        let mut events = vec![
+            cline_say(1, -1, None, "task"),
+            cline_req(2, -1, None, "<task>do it</task>", 1000),
+        ];
+        events.extend_from_slice(first_reply);
+        events.extend([
+            cline_req(4, 1, None, &big, 2000),
+            cline_say(5, 2, None, "second reply"),
+            cline_req(6, 3, None, &big, 3000),
+            cline_say(7, 4, None, "third reply"),
+            cline_req(8, 5, None, "small", 4000),
+            cline_say(9, 6, r, "fourth reply, truncated history"),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ui_messages.json");
+        std::fs::write(&path, format!("[{}]", events.join(","))).unwrap();
+        ctxlab::formats::load(&path).unwrap().remove(0)
+    };
+    let first_of = |s: &Session| {
+        assert_eq!(s.compactions.len(), 1, "{:?}", s.compactions);
+        // After the boundary the kept messages are copied in order: the task, then its reply.
+        let m = &s.messages[s.compactions[0].at_message + 1];
+        assert_eq!(m.role, Role::Assistant);
+        m.clone()
+    };
+    let long = "a first reply of some length ".repeat(40);
+    let s = load(&[cline_say(3, 0, None, &long)]);
+    let m = first_of(&s);
+    match &m.parts[0] {
+        Part::Text { text } => assert!(
+            text.starts_with(
+                "[NOTE] Some previous conversation history with the user has been removed"
+            ),
+            "{text}"
+        ),
+        p => panic!("{p:?}"),
+    }
+    assert_eq!(
+        m.flags.recorded_tokens, None,
+        "no longer the reply Cline received"
+    );
+    let c = contexts(&s);
+    assert!(c[3].counted < 150, "the long first reply is gone: {c:?}");
+    // The same reply opening with its reasoning keeps its text and its recorded size.
+    let reasoning = serde_json::json!({"ts": 3, "type": "say", "say": "reasoning",
+        "text": "thinking first", "conversationHistoryIndex": 0})
+    .to_string();
+    let s = load(&[reasoning, cline_say(3, 0, None, &long)]);
+    let m = first_of(&s);
+    assert!(
+        matches!(&m.parts[0], Part::Thinking { .. }),
+        "{:?}",
+        m.parts
+    );
+    assert!(matches!(&m.parts[1], Part::Text { text } if *text == long));
+    assert_eq!(m.flags.recorded_tokens, Some(50));
+}
+
+/// A request whose stream broke off (`cancelReason` on its `api_req_started`): its `tokensOut` is
+/// only what had arrived, and Cline keeps the text streamed so far, without its thinking, then its
+/// interruption note (cline/cline `src/core/task/index.ts`, `Task.abortStream`).
+#[test]
+fn cline_broken_off_stream_keeps_its_text_and_note() {
+    let mut broken: serde_json::Value =
+        serde_json::from_str(&cline_req(4, 1, None, "next", 2000)).unwrap();
+    let mut info: serde_json::Value =
+        serde_json::from_str(broken["text"].as_str().unwrap()).unwrap();
+    info["tokensOut"] = 1.into();
+    info["cancelReason"] = "streaming_failed".into();
+    broken["text"] = info.to_string().into();
+    let reasoning = serde_json::json!({"ts": 5, "type": "say", "say": "reasoning",
+        "text": "some thinking", "conversationHistoryIndex": 2})
+    .to_string();
+    let events = [
+        cline_req(2, -1, None, "<task>do it</task>", 1000),
+        cline_say(3, 0, None, "first reply"),
+        broken.to_string(),
+        reasoning,
+        cline_say(6, 2, None, "Now add the panel:"),
+        cline_req(7, 3, None, "[TASK RESUMPTION] go on", 3000),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ui_messages.json");
+    std::fs::write(&path, format!("[{}]", events.join(","))).unwrap();
+    let s = ctxlab::formats::load(&path).unwrap().remove(0);
+    let r = &s.messages[s.calls[1].reply.unwrap()];
+    assert_eq!(r.flags.recorded_tokens, None, "1 token is not its size");
+    let texts: Vec<&str> = r
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => text.as_str(),
+            p => panic!("only text stays: {p:?}"),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        ["Now add the panel:", "[Response interrupted by API Error]"]
+    );
+    // The other replies still weigh their recorded output.
+    assert_eq!(
+        s.messages[s.calls[0].reply.unwrap()].flags.recorded_tokens,
+        Some(50)
+    );
 }
 
 /// Each Cline request's `tokensOut` is its reply's size (hidden thinking and tool-call markup

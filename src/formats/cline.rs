@@ -59,6 +59,9 @@ struct ApiReq {
     /// `conversationHistoryDeletedRange` in force for this request (stamped on the UI messages
     /// written while it ran).
     deleted: Option<(u64, u64)>,
+    /// `cancelReason`: the stream broke off (`streaming_failed`) or the user stopped it; its
+    /// `tokensOut` is then what had arrived, not the reply's size.
+    cancel: Option<String>,
 }
 
 fn api_req(e: &Value) -> Option<ApiReq> {
@@ -83,6 +86,7 @@ fn api_req(e: &Value) -> Option<ApiReq> {
         ts: e["ts"].as_i64(),
         history_index: e["conversationHistoryIndex"].as_i64(),
         deleted: None,
+        cancel: info["cancelReason"].as_str().map(String::from),
     })
 }
 
@@ -344,7 +348,8 @@ fn from_history(
             let usage = recorded(s, &c.usage, pos);
             // The request's `tokensOut` is its final output: the reply weighs it (hidden
             // thinking included), as every reader with final usage does.
-            if let (true, Some(u)) = (j == last, usage) {
+            // A request whose stream broke off: the history holds what Cline kept of it.
+            if let (true, None, Some(u)) = (j == last, &c.cancel, usage) {
                 s.messages[mi].flags.recorded_tokens = Some(u.output);
             }
             s.calls.push(Call {
@@ -443,11 +448,26 @@ fn truncate(
             if let Some(text) = rewrite.get(&h) {
                 copy.parts = vec![Part::Text { text: text.clone() }];
             }
+            // `applyStandardContextTruncationNoticeChange`: the first truncation sets the first
+            // assistant message's block 0 to the notice, which `applyContextHistoryUpdates`
+            // applies only where that block is text (a reply opening with its thinking keeps it).
+            if new_range && h == 1 && copy.role == Role::Assistant {
+                if let Some(Part::Text { text }) = copy.parts.first_mut() {
+                    if text != TRUNCATION_NOTICE {
+                        *text = TRUNCATION_NOTICE.to_string();
+                        copy.flags.recorded_tokens = None;
+                    }
+                }
+            }
             s.messages.push(copy);
             *slot = Some(s.messages.len() - 1);
         }
     }
 }
+
+/// What Cline puts in place of the first assistant message's text once it truncates
+/// (`formatResponse.contextTruncationNotice`, cline/cline `src/core/prompts/responses.ts`).
+const TRUNCATION_NOTICE: &str = "[NOTE] Some previous conversation history with the user has been removed to maintain optimal context window length. The initial user task has been retained for continuity, while intermediate conversation history has been removed. Keep this in mind as you continue assisting the user. Pay special attention to the user's latest messages.";
 
 /// What Cline puts in place of a file's content read again later
 /// (`formatResponse.duplicateFileReadNotice`).
@@ -557,7 +577,7 @@ fn pair_text_results(parts: &mut [Part], open: &mut Vec<(String, String)>) {
 /// it does to the history file (the UI log of a truncated task holds every message, the history
 /// sent does not).
 fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq]) {
-    let mut k = 0;
+    let mut k = 0usize;
     let mut reply: Option<MsgIdx> = None;
     // History index → the message holding it now; the range in force.
     let mut at_index: Vec<Option<MsgIdx>> = Vec::new();
@@ -590,7 +610,7 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
         let text = e["text"].as_str().unwrap_or("").to_string();
         let part = match e["say"].as_str().unwrap_or("") {
             "api_req_started" => {
-                close(s, &mut reply);
+                close(s, &mut reply, k.checked_sub(1).and_then(|j| calls.get(j)));
                 let Some(c) = calls.get(k) else { continue };
                 let h = c.history_index.map_or(2 * k, |x| (x + 1).max(0) as usize);
                 let triggered =
@@ -666,7 +686,7 @@ fn from_ui(s: &mut Session, agent: AgentIdx, events: &[Value], calls: &[ApiReq])
         });
         s.messages[r].parts.push(part);
     }
-    close(s, &mut reply);
+    close(s, &mut reply, k.checked_sub(1).and_then(|j| calls.get(j)));
     set_model(s, agent);
 }
 
@@ -674,17 +694,34 @@ fn text_empty(p: &Part) -> bool {
     matches!(p, Part::Text { text } | Part::Thinking { text } if text.trim().is_empty())
 }
 
-/// The reply written since the last call belongs to that call.
-fn close(s: &mut Session, reply: &mut Option<MsgIdx>) {
-    if let (Some(r), Some(c)) = (reply.take(), s.calls.last_mut()) {
-        if c.reply.is_none() {
-            c.reply = Some(r);
-            // Its request's final output is the reply's size (the UI events show its text,
-            // not its thinking's full size nor the tool-call markup the model wrote).
-            if let Some(u) = c.usage {
-                s.messages[r].flags.recorded_tokens = Some(u.output);
-            }
-        }
+/// The reply written since the last call belongs to that call (`req`: its request).
+fn close(s: &mut Session, reply: &mut Option<MsgIdx>, req: Option<&ApiReq>) {
+    let Some(r) = reply.take() else { return };
+    let Some(c) = s.calls.last_mut() else { return };
+    if c.reply.is_some() {
+        return;
+    }
+    c.reply = Some(r);
+    if let Some(why) = req.and_then(|q| q.cancel.as_deref()) {
+        // A stream that broke off (`Task.abortStream`): Cline keeps the text streamed so far,
+        // without its thinking, followed by its interruption note; `tokensOut` is only what
+        // had arrived, so the reply is counted from that text.
+        let note = if why == "streaming_failed" {
+            "Response interrupted by API Error"
+        } else {
+            "Response interrupted by user"
+        };
+        let m = &mut s.messages[r];
+        m.parts.retain(|p| !matches!(p, Part::Thinking { .. }));
+        m.parts.push(Part::Text {
+            text: format!("[{note}]"),
+        });
+        return;
+    }
+    // Its request's final output is the reply's size (the UI events show its text, not its
+    // thinking's full size nor the tool-call markup the model wrote).
+    if let Some(u) = c.usage {
+        s.messages[r].flags.recorded_tokens = Some(u.output);
     }
 }
 
