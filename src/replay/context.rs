@@ -115,10 +115,9 @@ pub(crate) struct Context<'a> {
     /// reserved up front, so it never reallocates and views may point into it.
     tool_arena: Vec<ToolView>,
     /// ABI 1.6: `parts[i]` lists the parts of `views[i]` (empty for a summary or an edited
-    /// message, whose view has no FLAG_PARTS). The lists point into `part_arena`, whose
-    /// capacity is the agent's text parts in the session, reserved up front like `tool_arena`.
+    /// message, whose view has no FLAG_PARTS). The lists point into the `Prepared`'s parts,
+    /// made once per session (`Prepared::part_list`).
     pub parts: Vec<PartList>,
-    part_arena: Vec<PartView>,
     /// Fact id → keys (ascending) of the entries that hold it verbatim.
     /// (A deque: compactions mostly remove a fact's oldest occurrences.)
     occurrences: Vec<VecDeque<u64>>,
@@ -305,7 +304,6 @@ impl<'a> Context<'a> {
             pairs: SpanTree::default(),
             tool_arena: Vec::with_capacity(prepared.tool_parts(a)),
             parts: Vec::with_capacity(n),
-            part_arena: Vec::with_capacity(prepared.text_parts(a)),
             occurrences: Vec::new(),
             marks: Vec::new(),
             epoch: 0,
@@ -496,42 +494,9 @@ impl<'a> Context<'a> {
         let mut image_bytes = 0u64;
         let mut has_text = false;
         let mut owned_tools: Option<Vec<ToolView>> = None;
-        // ABI 1.6: the parts of its text, in order (images have none), in the arena whose
-        // capacity never moves; more parts than the session holds cannot happen, and would
-        // leave the message without FLAG_PARTS.
-        let parts_start = self.part_arena.len();
-        let text_parts = m
-            .parts
-            .iter()
-            .filter(|p| !matches!(p, Part::Image { .. }))
-            .count();
-        let part_list = if parts_start + text_parts <= self.part_arena.capacity() {
-            for p in &m.parts {
-                let (kind, bytes) = match p {
-                    Part::Text { text } => (PART_TEXT, text.len()),
-                    Part::Thinking { text } => (PART_THINKING, text.len()),
-                    Part::ToolCall { args, .. } => (PART_TOOL_CALL, args.len()),
-                    Part::ToolResult { content, .. } => (PART_TOOL_RESULT, content.len()),
-                    Part::Image { .. } => continue,
-                };
-                self.part_arena.push(PartView {
-                    kind,
-                    reserved: 0,
-                    bytes: bytes as u64,
-                });
-            }
-            flags |= FLAG_PARTS;
-            PartList {
-                parts: if text_parts == 0 {
-                    std::ptr::null()
-                } else {
-                    self.part_arena[parts_start..].as_ptr()
-                },
-                len: text_parts,
-            }
-        } else {
-            PartList::EMPTY
-        };
+        // ABI 1.6: the parts of its text, in order (images have none), made once per session.
+        let part_list = prepared.part_list(idx);
+        flags |= FLAG_PARTS;
         for p in &m.parts {
             let view = match p {
                 Part::ToolCall { id, name, args } => {

@@ -12,6 +12,9 @@ use super::facts::{FactId, FactSet, Facts, Interner};
 use crate::error::{Error, Result};
 use crate::model::{MsgIdx, Part, Session};
 use crate::tokens::{message_tokens, TokenCounter};
+use ctxlab_plugin_api::abi::{
+    PartList, PartView, PART_TEXT, PART_THINKING, PART_TOOL_CALL, PART_TOOL_RESULT,
+};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 
@@ -42,8 +45,9 @@ struct Prep {
     answers: (u32, u32),
     /// Its tool calls and results.
     tool_parts: u32,
-    /// Its parts that have text (all but images): `MessageView` parts (ABI 1.6).
-    text_parts: u32,
+    /// `part_views[parts.0..parts.1]`: its parts that have text (all but images), the
+    /// `CallView::message_parts` entry of its view (ABI 1.6).
+    parts: (u32, u32),
 }
 
 /// The tool call a tool-result part answers, in the same agent: (message, part).
@@ -80,8 +84,9 @@ pub struct Prepared {
     agent_messages: Vec<usize>,
     /// Per agent: tool calls and results in its messages.
     tool_parts: Vec<usize>,
-    /// Per agent: parts with text (all but images) in its messages.
-    text_parts: Vec<usize>,
+    /// Every message's parts with text (all but images), in message order (`Prep::parts`):
+    /// made once per session, so a run's views point at them instead of building them.
+    part_views: Vec<PartView>,
     /// False for `Prepared::counts`: no facts were scanned.
     with_facts: bool,
 }
@@ -116,7 +121,7 @@ impl Prepared {
             calls: Vec::new(),
             agent_messages: Vec::new(),
             tool_parts: Vec::new(),
-            text_parts: Vec::new(),
+            part_views: Vec::new(),
             with_facts,
         };
         p.grow(session, counter, &[]);
@@ -156,7 +161,6 @@ impl Prepared {
         if self.agent_messages.len() < agents {
             self.agent_messages.resize(agents, 0);
             self.tool_parts.resize(agents, 0);
-            self.text_parts.resize(agents, 0);
             self.calls.resize_with(agents, FxHashMap::default);
         }
         let mut facts = Facts::owning(std::mem::take(&mut self.facts));
@@ -167,9 +171,6 @@ impl Prepared {
             if let Some(t) = self.tool_parts.get_mut(a) {
                 *t = *t - self.prep[m].tool_parts as usize + p.tool_parts as usize;
             }
-            if let Some(t) = self.text_parts.get_mut(a) {
-                *t = *t - self.prep[m].text_parts as usize + p.text_parts as usize;
-            }
             self.prep[m] = p;
         }
         for m in old..session.messages.len() {
@@ -178,7 +179,6 @@ impl Prepared {
             if a < agents {
                 self.agent_messages[a] += 1;
                 self.tool_parts[a] += p.tool_parts as usize;
-                self.text_parts[a] += p.text_parts as usize;
             }
             self.prep.push(p);
         }
@@ -263,6 +263,21 @@ impl Prepared {
             }
         }
         let t = message_tokens(counter, m);
+        let parts_start = self.part_views.len() as u32;
+        self.part_views.extend(m.parts.iter().filter_map(|p| {
+            let (kind, bytes) = match p {
+                Part::Text { text } => (PART_TEXT, text.len()),
+                Part::Thinking { text } => (PART_THINKING, text.len()),
+                Part::ToolCall { args, .. } => (PART_TOOL_CALL, args.len()),
+                Part::ToolResult { content, .. } => (PART_TOOL_RESULT, content.len()),
+                Part::Image { .. } => return None,
+            };
+            Some(PartView {
+                kind,
+                reserved: 0,
+                bytes: bytes as u64,
+            })
+        }));
         Prep {
             tokens: t.total(),
             known: t.known,
@@ -280,11 +295,7 @@ impl Prepared {
             },
             answers: (answers_start, self.answers.len() as u32),
             tool_parts,
-            text_parts: m
-                .parts
-                .iter()
-                .filter(|p| !matches!(p, Part::Image { .. }))
-                .count() as u32,
+            parts: (parts_start, self.part_views.len() as u32),
         }
     }
 
@@ -405,9 +416,18 @@ impl Prepared {
         self.tool_parts.get(a).copied().unwrap_or(0)
     }
 
-    /// Parts with text (all but images) among agent `a`'s messages.
-    pub(crate) fn text_parts(&self, a: usize) -> usize {
-        self.text_parts.get(a).copied().unwrap_or(0)
+    /// The parts of message `m`'s text, in order (images have none): its view's
+    /// `CallView::message_parts` entry (ABI 1.6), valid while this preparation is not grown.
+    pub(crate) fn part_list(&self, m: MsgIdx) -> PartList {
+        let (s, e) = self.prep[m].parts;
+        if s == e {
+            PartList::EMPTY
+        } else {
+            PartList {
+                parts: self.part_views[s as usize..e as usize].as_ptr(),
+                len: (e - s) as usize,
+            }
+        }
     }
 
     /// Messages of agent `a`.
@@ -548,7 +568,17 @@ mod tests {
             grown.update(&full, &Chars4, &[]).unwrap();
             assert_eq!(read(&grown, &full), read(&whole, &full), "cut at {cut}");
             assert_eq!(grown.tool_parts, whole.tool_parts);
-            assert_eq!(grown.text_parts, whole.text_parts);
+            for m in 0..full.messages.len() {
+                let (g, w) = (grown.part_list(m), whole.part_list(m));
+                let view = |l: PartList| -> Vec<PartView> {
+                    if l.len == 0 {
+                        Vec::new()
+                    } else {
+                        unsafe { std::slice::from_raw_parts(l.parts, l.len) }.to_vec()
+                    }
+                };
+                assert_eq!(view(g), view(w), "message {m}, cut at {cut}");
+            }
             assert_eq!(grown.agent_messages, whole.agent_messages);
         }
     }
