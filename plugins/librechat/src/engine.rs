@@ -6,7 +6,7 @@
 
 use crate::config::{Config, Trigger};
 use crate::prune::{
-    js_round, link, Ids, Kind, Lc, Pruned, Pruner, Recount, Sent, Settings, Text, Texts,
+    js_round, link, Ids, Kept, Kind, Lc, Pruned, Pruner, Recount, Settings, Text, Texts,
     PRESSURE_MASKING,
 };
 use ctxlab_plugin_api::{
@@ -520,79 +520,125 @@ enum Edit<'a> {
 /// the edits that changed are sent with their text. Returns the edits this decision makes (and
 /// versions), for the next one.
 #[allow(clippy::too_many_arguments)]
-fn emit(
+fn emit<'r>(
     base: usize,
     msgs: &[Lc],
     ids: &Ids,
-    tx: &dyn Texts,
+    tx: &'r dyn Texts,
     pinned: &[usize],
-    res: &Pruned,
-    pruner: &Pruner,
+    res: &'r Pruned,
+    pruner: &'r Pruner,
     summarization: bool,
     prev: Option<&[(usize, u64)]>,
     out: &mut Decision,
 ) -> Vec<(usize, u64)> {
     let n = msgs.len();
-    // The kept positions, ascending, with what each sends when it is not its original.
-    let mut kept: Vec<(usize, Edit<'_>)> = res
-        .context
-        .iter()
-        .map(|(i, t)| {
-            let edit = match t {
-                Sent::Run => pruner
-                    .run_text_version(*i)
-                    .map_or(Edit::None, |(t, v)| Edit::Run(t, v)),
-                Sent::Own(t) if t.as_str() != tx.text(*i) => Edit::Own(t.as_str()),
-                Sent::Own(_) => Edit::None,
-            };
-            (*i, edit)
-        })
-        .collect();
+    let edit_of = |i: usize, own: Option<&'r str>| -> Edit<'r> {
+        match own {
+            None => pruner
+                .run_text_version(i)
+                .map_or(Edit::None, |(t, v)| Edit::Run(t, v)),
+            Some(t) if t != tx.text(i) => Edit::Own(t),
+            Some(_) => Edit::None,
+        }
+    };
     let is_kept =
         |kept: &[(usize, Edit<'_>)], p: usize| kept.binary_search_by_key(&p, |k| k.0).is_ok();
-    // The host refuses a drop that separates a call from its result: a result dropped as an
-    // orphan whose call lies in another dropped stretch takes the messages between with it.
-    // Only a dropped result after a kept message (the system message at 0 aside) can have kept
-    // messages before it back to its call.
-    let first_seen = kept
-        .iter()
-        .position(|k| !(k.0 == 0 && msgs[0].kind == Kind::System));
+    // The position of the call a result at `p` answers: the last message carrying its id (ids
+    // may repeat: an empty one does).
+    let call_of = |r: &str| -> Option<usize> {
+        if r.is_empty() {
+            (0..n)
+                .rev()
+                .find(|&q| msgs[q].calls.iter().any(|(id, _)| &**id == r))
+        } else {
+            ids.get(r).and_then(|e| e.calls.last().copied())
+        }
+    };
+    // A window whose dropped orphans need no widening (below) is walked as it is; else its list.
+    let window = match &res.context {
+        Kept::Window {
+            system,
+            from,
+            end,
+            except,
+        } => {
+            let first_seen = res
+                .context
+                .iter()
+                .find(|k| !(k.0 == 0 && msgs[0].kind == Kind::System))
+                .map(|k| k.0);
+            let kept_at = |q: usize| {
+                (q == 0 && *system)
+                    || ((*from..*end).contains(&q)
+                        && except
+                            .binary_search_by_key(&q, |e| e.0)
+                            .map_or(true, |k| except[k].1.is_some()))
+            };
+            let widens = first_seen.is_some_and(|p0| {
+                except.iter().any(|&(p, ref t)| {
+                    t.is_none()
+                        && p > p0
+                        && msgs[p]
+                            .result_of
+                            .as_deref()
+                            .and_then(call_of)
+                            .is_some_and(|q| q < p && !kept_at(q))
+                })
+            });
+            !widens
+        }
+        Kept::List(_) => false,
+    };
     let mut widened = 0;
-    if let Some(mut k) = first_seen {
-        // `kept[k]` is the first kept message at or after `p`.
-        let mut p = kept[k].0 + 1;
-        k += 1;
-        while p < n {
-            while k < kept.len() && kept[k].0 < p {
-                k += 1;
-            }
-            if k < kept.len() && kept[k].0 == p {
-                p += 1;
-                continue;
-            }
-            if let Some(r) = msgs[p].result_of.as_deref() {
-                // The call's position is the last message carrying its id (ids may repeat: an
-                // empty one does).
-                let q = if r.is_empty() {
-                    (0..n)
-                        .rev()
-                        .find(|&q| msgs[q].calls.iter().any(|(id, _)| &**id == r))
-                } else {
-                    ids.get(r).and_then(|e| e.calls.last().copied())
-                };
-                if let Some(q) = q {
-                    if q < p && !is_kept(&kept, q) {
-                        let before = kept.len();
-                        kept.retain(|k| !(q..p).contains(&k.0));
-                        widened += before - kept.len();
-                        k = kept.partition_point(|x| x.0 < p);
+    let mut list: Vec<(usize, Edit<'_>)> = Vec::new();
+    if !window {
+        // The kept positions, ascending, with what each sends when it is not its original.
+        list = res
+            .context
+            .iter()
+            .map(|(i, t)| (i, edit_of(i, t)))
+            .collect();
+        let kept = &mut list;
+        // The host refuses a drop that separates a call from its result: a result dropped as
+        // an orphan whose call lies in another dropped stretch takes the messages between with
+        // it. Only a dropped result after a kept message (the system message at 0 aside) can
+        // have kept messages before it back to its call.
+        let first_seen = kept
+            .iter()
+            .position(|k| !(k.0 == 0 && msgs[0].kind == Kind::System));
+        if let Some(mut k) = first_seen {
+            // `kept[k]` is the first kept message at or after `p`.
+            let mut p = kept[k].0 + 1;
+            k += 1;
+            while p < n {
+                while k < kept.len() && kept[k].0 < p {
+                    k += 1;
+                }
+                if k < kept.len() && kept[k].0 == p {
+                    p += 1;
+                    continue;
+                }
+                if let Some(r) = msgs[p].result_of.as_deref() {
+                    if let Some(q) = call_of(r) {
+                        if q < p && !is_kept(kept, q) {
+                            let before = kept.len();
+                            kept.retain(|k| !(q..p).contains(&k.0));
+                            widened += before - kept.len();
+                            k = kept.partition_point(|x| x.0 < p);
+                        }
                     }
                 }
+                p += 1;
             }
-            p += 1;
         }
     }
-    let dropped = n - kept.len();
+    let kept_len = if window {
+        res.context.len()
+    } else {
+        list.len()
+    };
+    let dropped = n - kept_len;
     for k in [
         ("observation_masking", res.masked, "consumed tool results masked (recency-weighted share of the budget, at least 300 chars)"),
         (
@@ -662,58 +708,169 @@ fn emit(
             out.drop_range(base + from..base + e, Scope::ThisCall);
         }
     };
-    // The stretch of kept messages a `Repeat` may cover: [start, end), and whether it holds an
-    // edit to repeat.
-    let repeat = |run: &mut Option<(usize, usize, bool)>, out: &mut Decision| {
-        if let Some((s, e, true)) = run.take() {
-            out.op(OpKind::Repeat, Scope::ThisCall, base + s..base + e);
-        }
+    let mut ops = Ops {
+        base,
+        prev,
+        was: prev.unwrap_or(&[]),
+        run: None,
+        next: 0,
+        sent: Vec::with_capacity(prev.map_or(0, |p| p.len() + 8)),
     };
-    let mut run: Option<(usize, usize, bool)> = None;
-    let mut sent = Vec::with_capacity(prev.map_or(0, |p| p.len() + 8));
-    let mut was = prev.unwrap_or(&[]).iter().peekable();
-    let mut next = 0;
-    for (i, edit) in kept {
-        if i > next {
-            repeat(&mut run, out);
-            drop(next, i, out);
+    match &res.context {
+        Kept::Window {
+            system,
+            from,
+            end,
+            except,
+        } if window => {
+            // Only the messages edited now or at the last decision, and the exceptions, are
+            // looked at one by one: the stretches between them are kept unedited, as before.
+            if *system {
+                ops.one(0, edit_of(0, None), out, &drop);
+            }
+            let (content, _) = pruner.run_texts();
+            let mut ex = except.iter().peekable();
+            let mut i = *from;
+            while i < *end {
+                ops.skip_was(i);
+                let edited = content[i..*end]
+                    .iter()
+                    .position(|c| c.is_some())
+                    .map_or(*end, |k| i + k);
+                let was = ops.was.first().map_or(*end, |w| (w.0 - base).min(*end));
+                let exc = ex.peek().map_or(*end, |e| e.0);
+                let j = edited.min(was).min(exc);
+                if j > i {
+                    ops.plain(i, j, out, &drop);
+                }
+                if j >= *end {
+                    break;
+                }
+                match ex.next_if(|e| e.0 == j) {
+                    Some((_, None)) => {}
+                    Some((_, Some(t))) => ops.one(j, edit_of(j, Some(t.as_str())), out, &drop),
+                    None => ops.one(j, edit_of(j, None), out, &drop),
+                }
+                i = j + 1;
+            }
         }
-        next = i + 1;
+        _ => {
+            for (i, edit) in list {
+                ops.one(i, edit, out, &drop);
+            }
+        }
+    }
+    ops.flush(out);
+    drop(ops.next, n, out);
+    ops.sent
+}
+
+/// The ops of the kept messages, in order: a stretch of kept messages that send what they sent
+/// at the last decision (`prev`) is one `Repeat` (when it holds an edit to repeat); a message
+/// whose edit changed is a `Mask` with its text; the stretches left out are dropped.
+struct Ops<'p> {
+    base: usize,
+    prev: Option<&'p [(usize, u64)]>,
+    /// What is left of `prev` (host positions at or after the next message).
+    was: &'p [(usize, u64)],
+    /// The stretch of kept messages a `Repeat` may cover: [start, end), and whether it holds an
+    /// edit to repeat.
+    run: Option<(usize, usize, bool)>,
+    /// The position after the last kept message.
+    next: usize,
+    /// The edits this decision makes (host position, text version), for the next one.
+    sent: Vec<(usize, u64)>,
+}
+
+impl Ops<'_> {
+    fn flush(&mut self, out: &mut Decision) {
+        if let Some((s, e, true)) = self.run.take() {
+            out.op(
+                OpKind::Repeat,
+                Scope::ThisCall,
+                self.base + s..self.base + e,
+            );
+        }
+    }
+
+    /// Forgets what the last decision sent before position `i`.
+    fn skip_was(&mut self, i: usize) {
+        let k = self.was.partition_point(|w| w.0 < self.base + i);
+        self.was = &self.was[k..];
+    }
+
+    /// A message kept at `i`: what lies between it and the last one kept is dropped.
+    fn gap(&mut self, i: usize, out: &mut Decision, drop: &dyn Fn(usize, usize, &mut Decision)) {
+        if i > self.next {
+            self.flush(out);
+            drop(self.next, i, out);
+        }
+    }
+
+    /// The messages of [i, j), kept, unedited now and at the last decision.
+    fn plain(
+        &mut self,
+        i: usize,
+        j: usize,
+        out: &mut Decision,
+        drop: &dyn Fn(usize, usize, &mut Decision),
+    ) {
+        self.gap(i, out, drop);
+        self.next = j;
+        if self.prev.is_some() {
+            let r = self.run.get_or_insert((i, i, false));
+            r.1 = j;
+        }
+    }
+
+    /// The message at `i`, kept, sending `edit`.
+    fn one(
+        &mut self,
+        i: usize,
+        edit: Edit<'_>,
+        out: &mut Decision,
+        drop: &dyn Fn(usize, usize, &mut Decision),
+    ) {
+        self.gap(i, out, drop);
+        self.next = i + 1;
         // What the last decision sent for this message (its edit, if any).
-        while was.next_if(|w| w.0 < base + i).is_some() {}
-        let before = was.next_if(|w| w.0 == base + i).map(|w| w.1);
+        self.skip_was(i);
+        let before = match self.was.first() {
+            Some(w) if w.0 == self.base + i => {
+                self.was = &self.was[1..];
+                Some(w.1)
+            }
+            _ => None,
+        };
         let same = match (edit, before) {
             (Edit::None, None) => Some(false),
             (Edit::Run(_, v), Some(b)) if v == b => Some(true),
             _ => None,
         };
         match same {
-            Some(edited) if prev.is_some() => {
-                let r = run.get_or_insert((i, i, false));
+            Some(edited) if self.prev.is_some() => {
+                let r = self.run.get_or_insert((i, i, false));
                 r.1 = i + 1;
                 r.2 |= edited;
             }
-            _ => repeat(&mut run, out),
+            _ => self.flush(out),
         }
         let (text, version) = match edit {
-            Edit::None => continue,
+            Edit::None => return,
             Edit::Run(t, v) => (&**t, v),
             Edit::Own(t) => (t, crate::prune::new_version()),
         };
-        if same.is_none() || prev.is_none() {
+        if same.is_none() || self.prev.is_none() {
             out.op(
                 OpKind::Mask {
                     placeholder: text.to_string(),
                 },
                 Scope::ThisCall,
-                base + i..base + i + 1,
+                self.base + i..self.base + i + 1,
             );
         }
-        sent.push((base + i, version));
+        self.sent.push((self.base + i, version));
     }
-    repeat(&mut run, out);
-    drop(next, n, out);
-    sent
 }
 
 fn trigger_text(t: Option<Trigger>) -> String {

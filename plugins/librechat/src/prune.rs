@@ -20,6 +20,72 @@ pub fn new_version() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Prefix sums of the closure's token counts (a Fenwick tree, `None` counting 0), kept with
+/// `Pruner::map`: `getMessagesWithinTokenLimit` finds where the kept part starts by one search
+/// instead of a walk back over the ~3,000 messages a 200K window sends.
+#[derive(Debug, Clone, Default)]
+pub struct Sums {
+    /// Node k (0-based) holds the sum of the counts in (k + 1 − lowbit(k + 1), k].
+    t: Vec<u64>,
+}
+
+impl Sums {
+    fn len(&self) -> usize {
+        self.t.len()
+    }
+    /// Appends a count.
+    fn push(&mut self, v: u64) {
+        let k = self.t.len() + 1;
+        let low = k & k.wrapping_neg();
+        let v = v + self.prefix(k - 1) - self.prefix(k - low);
+        self.t.push(v);
+    }
+    /// Keeps the first `n` counts (a node covers only counts at or before it).
+    fn truncate(&mut self, n: usize) {
+        self.t.truncate(n);
+    }
+    /// The count at `i` goes from `old` to `new`.
+    fn set(&mut self, i: usize, old: u64, new: u64) {
+        if old == new {
+            return;
+        }
+        let mut k = i + 1;
+        while k <= self.t.len() {
+            self.t[k - 1] = self.t[k - 1].wrapping_sub(old).wrapping_add(new);
+            k += k & k.wrapping_neg();
+        }
+    }
+    /// Σ counts of [0, p).
+    fn prefix(&self, p: usize) -> u64 {
+        let mut k = p;
+        let mut s = 0u64;
+        while k > 0 {
+            s += self.t[k - 1];
+            k -= k & k.wrapping_neg();
+        }
+        s
+    }
+    /// The least p with `prefix(p) ≥ need` (`need` ≥ 1), `None` past the end.
+    fn lower_bound(&self, need: u64) -> Option<usize> {
+        let n = self.t.len();
+        let mut pos = 0;
+        let mut rem = need;
+        let mut step = if n == 0 {
+            0
+        } else {
+            1usize << (usize::BITS - 1 - n.leading_zeros())
+        };
+        while step > 0 {
+            if pos + step <= n && self.t[pos + step - 1] < rem {
+                pos += step;
+                rem -= self.t[pos - 1];
+            }
+            step >>= 1;
+        }
+        (pos < n).then_some(pos + 1)
+    }
+}
+
 /// `PRESSURE_THRESHOLD_MASKING`.
 pub const PRESSURE_MASKING: f64 = 0.8;
 /// `PRESSURE_BANDS`: pressure → budget factor of context fading.
@@ -84,8 +150,66 @@ pub struct IdAt {
     pub results: Vec<usize>,
 }
 
-/// The history's non-empty tool-call ids ([`link`]).
-pub type Ids = ctxlab_plugin_api::hash::FnvMap<Box<str>, IdAt>;
+/// The history's non-empty tool-call ids ([`link`]), and the least `orphan_from` of each block
+/// of [`BLOCK`] messages: the orphans of a context from f on are found in the few blocks whose
+/// least is at most f (in a history of answered calls, those around f), not by a test of every
+/// message sent.
+#[derive(Debug, Default, Clone)]
+pub struct Ids {
+    map: ctxlab_plugin_api::hash::FnvMap<Box<str>, IdAt>,
+    mins: Vec<usize>,
+}
+
+/// Messages per block of [`Ids`]' least `orphan_from`.
+const BLOCK: usize = 64;
+
+impl std::ops::Deref for Ids {
+    type Target = ctxlab_plugin_api::hash::FnvMap<Box<str>, IdAt>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl Ids {
+    /// Forgets every message.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.mins.clear();
+    }
+
+    /// The `orphan_from` of the message at `t` changed (or it arrived): its block's least again.
+    fn touch(&mut self, msgs: &[Lc], t: usize) {
+        let b = t / BLOCK;
+        if self.mins.len() <= b {
+            self.mins.resize(b + 1, usize::MAX);
+        }
+        let s = b * BLOCK;
+        self.mins[b] = msgs[s..msgs.len().min(s + BLOCK)]
+            .iter()
+            .map(|m| m.orphan_from)
+            .min()
+            .unwrap_or(usize::MAX);
+    }
+
+    /// The positions in [f, n) of the messages that are orphans in a context from f on, in
+    /// order.
+    fn orphans<'a>(
+        &'a self,
+        msgs: &'a [Lc],
+        f: usize,
+        n: usize,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let blocks = if f < n {
+            f / BLOCK..(n - 1) / BLOCK + 1
+        } else {
+            0..0
+        };
+        blocks
+            .filter(move |&b| self.mins.get(b).is_none_or(|&m| m <= f))
+            .flat_map(move |b| f.max(b * BLOCK)..n.min(b * BLOCK + BLOCK))
+            .filter(move |&i| msgs[i].orphan_from <= f)
+    }
+}
 
 /// `orphan_from` of the AI message at `q`: the least f at which a context from f on holds no
 /// result for one of its calls with an id.
@@ -108,33 +232,42 @@ fn ai_orphan_from(msgs: &[Lc], ids: &Ids, q: usize) -> usize {
 /// of the context's call and result ids, kept per message so that a call tests each message by
 /// one comparison instead of building the sets.
 pub fn link(msgs: &mut [Lc], ids: &mut Ids, q: usize) {
+    let mut touched: Vec<usize> = Vec::new();
     match msgs[q].kind {
         Kind::Ai => {
             for k in 0..msgs[q].calls.len() {
                 if msgs[q].calls[k].0.is_empty() {
                     continue;
                 }
-                let e = ids.entry(msgs[q].calls[k].0.clone()).or_default();
+                let e = ids.map.entry(msgs[q].calls[k].0.clone()).or_default();
                 e.calls.push(q);
                 for &r in &e.results {
                     msgs[r].orphan_from = q + 1;
+                    touched.push(r);
                 }
             }
             msgs[q].orphan_from = ai_orphan_from(msgs, ids, q);
         }
         Kind::Tool => match msgs[q].result_of.clone().filter(|r| !r.is_empty()) {
             Some(id) => {
-                let e = ids.entry(id).or_default();
+                let e = ids.map.entry(id).or_default();
                 e.results.push(q);
                 msgs[q].orphan_from = e.calls.last().map_or(0, |&c| c + 1);
                 let calls = e.calls.clone();
                 for c in calls {
                     msgs[c].orphan_from = ai_orphan_from(msgs, ids, c);
+                    touched.push(c);
                 }
             }
             None => msgs[q].orphan_from = 0,
         },
         _ => msgs[q].orphan_from = usize::MAX,
+    }
+    ids.touch(msgs, q);
+    for t in touched {
+        if t / BLOCK != q / BLOCK {
+            ids.touch(msgs, t);
+        }
     }
 }
 
@@ -180,6 +313,94 @@ pub enum Sent {
     Own(String),
 }
 
+/// The messages a call keeps, in order, and what each sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kept {
+    /// The system message at 0 (when `system`), then every message of `from..end` sending its
+    /// run text ([`Sent::Run`]) except those in `except` (ascending): dropped (`None`) or
+    /// sending a text of this call. A call's context is this shape (`getMessagesWithinTokenLimit`
+    /// keeps the newest messages), so it costs its exceptions, not the ~3,000 messages a 200K
+    /// window sends.
+    Window {
+        system: bool,
+        from: usize,
+        end: usize,
+        except: Vec<(usize, Option<String>)>,
+    },
+    /// Any list (fallback fading and emergency truncation send copies of every text).
+    List(Vec<(usize, Sent)>),
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept::List(Vec::new())
+    }
+}
+
+impl Kept {
+    /// Messages kept.
+    pub fn len(&self) -> usize {
+        match self {
+            Kept::Window {
+                system,
+                from,
+                end,
+                except,
+            } => {
+                usize::from(*system) + (end - from)
+                    - except.iter().filter(|e| e.1.is_none()).count()
+            }
+            Kept::List(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first position kept.
+    pub fn first(&self) -> Option<usize> {
+        self.iter().next().map(|k| k.0)
+    }
+
+    /// The kept positions in order, with their own text when they send one.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (usize, Option<&str>)> + '_> {
+        match self {
+            Kept::Window {
+                system,
+                from,
+                end,
+                except,
+            } => {
+                let mut ex = except.iter().peekable();
+                Box::new((0..usize::from(*system)).map(|i| (i, None)).chain(
+                    (*from..*end).filter_map(move |i| match ex.next_if(|e| e.0 == i) {
+                        Some((_, None)) => None,
+                        Some((_, Some(t))) => Some((i, Some(t.as_str()))),
+                        None => Some((i, None)),
+                    }),
+                ))
+            }
+            Kept::List(v) => Box::new(v.iter().map(|(i, s)| {
+                (
+                    *i,
+                    match s {
+                        Sent::Run => None,
+                        Sent::Own(t) => Some(t.as_str()),
+                    },
+                )
+            })),
+        }
+    }
+
+    /// As a list.
+    pub fn to_list(&self) -> Vec<(usize, Sent)> {
+        self.iter()
+            .map(|(i, t)| (i, t.map_or(Sent::Run, |t| Sent::Own(t.to_string()))))
+            .collect()
+    }
+}
+
 /// The closure's settings (`PruneMessagesFactoryParams`).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -194,7 +415,7 @@ pub struct Settings {
 #[derive(Debug, Default)]
 pub struct Pruned {
     /// Positions kept, in order, and what each sends.
-    pub context: Vec<(usize, Sent)>,
+    pub context: Kept,
     /// `messagesToRefine.length`.
     pub refine: usize,
     /// `prePruneContextTokens` (calibrated, after masking and pre-flight truncation).
@@ -256,6 +477,8 @@ pub struct Pruner {
     /// The first human message: contextPruning protects what comes before it.
     first_human: Option<usize>,
     map: Vec<Option<u64>>,
+    /// Prefix sums of `map`.
+    sums: Sums,
     /// The mutated content of a message (masked, truncated, pruned) within the run.
     content: Vec<Option<Text>>,
     /// A number no other text of any run has, given to each text `content` takes
@@ -322,6 +545,7 @@ impl Pruner {
             last_text: None,
             first_human: None,
             map: Vec::new(),
+            sums: Sums::default(),
             content: Vec::new(),
             vers: Vec::new(),
             inputs: Inputs::new(),
@@ -357,6 +581,7 @@ impl Pruner {
         }
         let s = self.frozen.len;
         self.map.truncate(s);
+        self.sums.truncate(s);
         self.content.truncate(s);
         self.vers.truncate(s);
         self.lens.truncate(s);
@@ -399,8 +624,10 @@ impl Pruner {
 
     /// A message's count changes: the running total with it.
     fn set_count(&mut self, i: usize, tokens: u64) {
-        self.total = self.total - self.map[i].unwrap_or(0) + tokens;
+        let old = self.map[i].unwrap_or(0);
+        self.total = self.total - old + tokens;
         self.map[i] = Some(tokens);
+        self.sums.set(i, old, tokens);
     }
 
     /// The text of message `i` as the run holds it when it is not the original.
@@ -415,6 +642,11 @@ impl Pruner {
             .get(i)
             .and_then(|t| t.as_ref())
             .map(|t| (t, self.vers[i]))
+    }
+
+    /// Every message's run text (`None`: the original) and its version.
+    pub fn run_texts(&self) -> (&[Option<Text>], &[u64]) {
+        (&self.content, &self.vers)
     }
 
     fn text<'m>(&'m self, tx: &'m dyn Texts, i: usize) -> &'m str {
@@ -458,6 +690,7 @@ impl Pruner {
         if f.pending {
             // The run starts from the originals.
             for (i, m) in msgs.iter().enumerate().take(f.len) {
+                self.sums.set(i, self.map[i].unwrap_or(0), m.tokens);
                 self.map[i] = Some(m.tokens);
                 self.content[i] = None;
                 self.vers[i] = 0;
@@ -534,6 +767,7 @@ impl Pruner {
         self.seen = self.seen.max(n);
         for m in &msgs[self.map.len()..] {
             self.map.push(None);
+            self.sums.push(0);
             self.content.push(None);
             self.vers.push(0);
             self.lens.push(m.len);
@@ -555,6 +789,7 @@ impl Pruner {
                 }
                 _ => self.map[i] = Some(msgs[i].tokens),
             }
+            self.sums.set(i, 0, self.map[i].unwrap_or(0));
             if usage.is_some() {
                 new_outputs[i - new_from] = true;
             }
@@ -717,7 +952,12 @@ impl Pruner {
         out.pre_prune = calibrated;
         self.last_turn_start = n;
         if self.last_cut == 0 && calibrated + current_instructions <= pruning_budget {
-            out.context = (0..n).map(|i| (i, Sent::Run)).collect();
+            out.context = Kept::Window {
+                system: false,
+                from: 0,
+                end: n,
+                except: Vec::new(),
+            };
             out.remaining = pruning_budget - calibrated - current_instructions;
             return out;
         }
@@ -734,9 +974,15 @@ impl Pruner {
         };
         let counts = &self.map[..n];
         let texts = &self.content[..n];
-        let fit = within_limit(msgs, counts, raw_budget, raw_instructions);
+        debug_assert_eq!(self.sums.len(), n);
+        let fit = within_limit_by_sums(msgs, counts, &self.sums, raw_budget, raw_instructions);
+        debug_assert_eq!(
+            fit,
+            within_limit(msgs, counts, raw_budget, raw_instructions),
+            "the search and the walk keep the same part"
+        );
         let (mut context, mut reclaimed, dropped) =
-            repair_orphans(msgs, ids, tx, counts, texts, &self.inputs, &fit.context, rc);
+            repair_orphans(msgs, ids, tx, counts, texts, &self.inputs, &fit, rc);
         out.orphans = dropped;
         let mut refine = fit.refine + dropped;
         let remaining_initial = fit.remaining;
@@ -746,16 +992,7 @@ impl Pruner {
             let budget = 1024f64.max(effective) as i64;
             let (counts2, texts2, inputs2) = self.faded(msgs, tx, budget, rc);
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(
-                msgs,
-                ids,
-                tx,
-                &counts2,
-                &texts2,
-                &inputs2,
-                &retry.context,
-                rc,
-            );
+            let (c, r, d) = repair_orphans(msgs, ids, tx, &counts2, &texts2, &inputs2, &retry, rc);
             if !c.is_empty() {
                 context = own(c, &texts2);
                 reclaimed = r;
@@ -792,16 +1029,7 @@ impl Pruner {
                 }
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
-            let (c, r, d) = repair_orphans(
-                msgs,
-                ids,
-                tx,
-                &counts2,
-                &texts2,
-                &inputs,
-                &retry.context,
-                rc,
-            );
+            let (c, r, d) = repair_orphans(msgs, ids, tx, &counts2, &texts2, &inputs, &retry, rc);
             context = own(c, &texts2);
             reclaimed = r;
             refine += retry.refine + d;
@@ -813,7 +1041,7 @@ impl Pruner {
                 - usize::from(
                     context
                         .first()
-                        .is_some_and(|c| msgs[c.0].kind == Kind::System),
+                        .is_some_and(|c| msgs[c].kind == Kind::System),
                 ),
         );
         out.context = context;
@@ -864,6 +1092,7 @@ impl Pruner {
     ) -> usize {
         let mut w = Work {
             counts: &mut self.map,
+            sums: Some(&mut self.sums),
             total: &mut self.total,
             content: &mut self.content,
             vers: &mut self.vers,
@@ -891,6 +1120,7 @@ impl Pruner {
         let mut total = self.total;
         let mut w = Work {
             counts: &mut counts,
+            sums: None,
             total: &mut total,
             content: &mut content,
             vers: &mut vers,
@@ -1026,6 +1256,8 @@ fn truncate_inputs(
 /// own, or a copy (fallback fading).
 struct Work<'w> {
     counts: &'w mut Vec<Option<u64>>,
+    /// Prefix sums of `counts`, kept with them (the closure's own counts only).
+    sums: Option<&'w mut Sums>,
     /// The sum of `counts`, kept with them.
     total: &'w mut u64,
     content: &'w mut Vec<Option<Text>>,
@@ -1036,8 +1268,12 @@ struct Work<'w> {
 
 impl Work<'_> {
     fn set_count(&mut self, i: usize, tokens: u64) {
-        *self.total = *self.total - self.counts[i].unwrap_or(0) + tokens;
+        let old = self.counts[i].unwrap_or(0);
+        *self.total = *self.total - old + tokens;
         self.counts[i] = Some(tokens);
+        if let Some(s) = self.sums.as_deref_mut() {
+            s.set(i, old, tokens);
+        }
     }
 }
 
@@ -1097,8 +1333,12 @@ fn preflight_on(
 
 /// What `getMessagesWithinTokenLimit` keeps (positions, in order), how many it leaves to refine,
 /// and the tokens left.
+#[derive(Debug, PartialEq)]
 struct Fit {
-    context: Vec<usize>,
+    /// The system message at 0 is kept.
+    system: bool,
+    /// Then every message from here on.
+    first: usize,
     refine: usize,
     remaining: f64,
 }
@@ -1160,13 +1400,76 @@ fn within_limit(
     }
     let first_kept = n - kept;
     let refine = left - usize::from(system && left > 0) + failed;
-    let mut context: Vec<usize> = Vec::with_capacity(kept + 1);
-    if system {
-        context.push(0);
-    }
-    context.extend(first_kept..n);
     Fit {
-        context,
+        system,
+        first: first_kept,
+        refine,
+        remaining: initial - used,
+    }
+}
+
+/// [`within_limit`] on the closure's own counts, with their prefix sums: the walk back from the
+/// newest message keeps the longest tail whose counts (plus 3) fit, so where it stops is found
+/// by one search of the sums. Counts are whole numbers, so the sums are exact where the walk
+/// adds them as floats.
+fn within_limit_by_sums(
+    msgs: &[Lc],
+    counts: &[Option<u64>],
+    sums: &Sums,
+    max_context: f64,
+    instruction_tokens: f64,
+) -> Fit {
+    let n = msgs.len();
+    let system = n > 0 && msgs[0].kind == Kind::System;
+    let instructions = if system {
+        counts[0].unwrap_or(0) as f64
+    } else {
+        instruction_tokens
+    };
+    let initial = max_context - instructions;
+    let end = usize::from(system);
+    let count = |i: usize| counts[i].unwrap_or(0);
+    let total = sums.prefix(n);
+    // The walk pops messages while `used < initial`, keeping each that fits (`used + t ≤
+    // initial`); kept = the messages from `first` on.
+    let (mut first, failed) = if 3.0 < initial {
+        let head = sums.prefix(end);
+        // The tail from p on fits when 3 + total − prefix(p) ≤ initial.
+        let need = total as f64 + 3.0 - initial;
+        let p = if need <= head as f64 {
+            end
+        } else {
+            // The least p whose prefix reaches `need` (a whole number of tokens).
+            sums.lower_bound(need.ceil() as u64).unwrap_or(n)
+        };
+        let p = p.max(end);
+        let used = 3.0 + (total - sums.prefix(p)) as f64;
+        if used == initial {
+            // Full: the walk stopped at the message that filled it, before any count of 0
+            // below it.
+            let mut q = p;
+            while q < n && count(q) == 0 {
+                q += 1;
+            }
+            (q, 0)
+        } else {
+            (p, usize::from(p > end))
+        }
+    } else {
+        (n, 0)
+    };
+    let left = first - failed;
+    // A kept part starting with a tool result starts at its first AI or human message.
+    if first < n && msgs[first].kind == Kind::Tool {
+        if let Some(q) = (first..n).find(|&q| matches!(msgs[q].kind, Kind::Ai | Kind::Human)) {
+            first = q;
+        }
+    }
+    let used = 3.0 + (total - sums.prefix(first)) as f64;
+    let refine = left - usize::from(system && left > 0) + failed;
+    Fit {
+        system,
+        first,
         refine,
         remaining: initial - used,
     }
@@ -1188,33 +1491,21 @@ fn repair_orphans(
     counts: &[Option<u64>],
     texts: &[Option<Text>],
     inputs: &Inputs,
-    context: &[usize],
+    fit: &Fit,
     rc: &dyn Recount,
-) -> (Vec<(usize, Sent)>, f64, usize) {
+) -> (Kept, f64, usize) {
     let n = msgs.len();
-    let rest = match context {
-        [0, rest @ ..] if msgs[0].kind == Kind::System => rest,
-        all => all,
-    };
-    let f = rest.first().copied().unwrap_or(n);
-    debug_assert!(
-        rest.iter().copied().eq(f..n),
-        "a context from one position on"
-    );
-    let mut out = Vec::with_capacity(context.len());
+    let f = fit.first;
+    let mut except = Vec::new();
     let mut reclaimed = 0f64;
     let mut dropped = 0;
-    for &i in context {
+    for i in ids.orphans(msgs, f, n) {
         let m = &msgs[i];
-        if f < m.orphan_from {
-            out.push((i, Sent::Run));
-            continue;
-        }
         match m.kind {
             Kind::Tool => {
                 dropped += 1;
                 reclaimed += counts[i].unwrap_or(0) as f64;
-                continue;
+                except.push((i, None));
             }
             Kind::Ai if !m.calls.is_empty() => {
                 // Strip the unanswered calls: what is left is the text and the answered
@@ -1237,30 +1528,38 @@ fn repair_orphans(
                 if !left {
                     dropped += 1;
                     reclaimed += counts[i].unwrap_or(0) as f64;
+                    except.push((i, None));
                     continue;
                 }
                 let t = rc.recount(m, tx.text(i), stripped.trim_end_matches('\n'));
                 reclaimed += counts[i].unwrap_or(0) as f64 - t as f64;
-                out.push((i, Sent::Own(stripped.trim_end_matches('\n').to_string())));
-                continue;
+                except.push((i, Some(stripped.trim_end_matches('\n').to_string())));
             }
             _ => {}
         }
-        out.push((i, Sent::Run));
     }
-    (out, reclaimed, dropped)
+    let kept = Kept::Window {
+        system: fit.system,
+        from: f,
+        end: n,
+        except,
+    };
+    (kept, reclaimed, dropped)
 }
 
 /// A context repaired on copies of the run's texts (fallback, emergency): each kept message
 /// sends its copy.
-fn own(context: Vec<(usize, Sent)>, texts: &[Option<Text>]) -> Vec<(usize, Sent)> {
-    context
-        .into_iter()
-        .map(|(i, sent)| match (sent, &texts[i]) {
-            (Sent::Run, Some(t)) => (i, Sent::Own(t.to_string())),
-            (sent, _) => (i, sent),
-        })
-        .collect()
+fn own(context: Kept, texts: &[Option<Text>]) -> Kept {
+    Kept::List(
+        context
+            .to_list()
+            .into_iter()
+            .map(|(i, sent)| match (sent, &texts[i]) {
+                (Sent::Run, Some(t)) => (i, Sent::Own(t.to_string())),
+                (sent, _) => (i, sent),
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -1325,9 +1624,15 @@ mod tests {
             &counts,
             &[None, None],
             &Inputs::new(),
-            &[0, 1],
+            &Fit {
+                system: false,
+                first: 0,
+                refine: 0,
+                remaining: 0.0,
+            },
             &Chars,
         );
+        let out = out.to_list();
         assert_eq!(dropped, 0);
         assert_eq!(
             out[0],
@@ -1349,9 +1654,15 @@ mod tests {
             &counts,
             &[None, None],
             &Inputs::new(),
-            &[0, 1],
+            &Fit {
+                system: false,
+                first: 0,
+                refine: 0,
+                remaining: 0.0,
+            },
             &Chars,
         );
+        let out = out.to_list();
         assert_eq!(out[0], (0, Sent::Run));
     }
 }
