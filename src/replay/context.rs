@@ -157,7 +157,10 @@ struct Standing {
     key: u64,
     /// Its position then (still its position while the context has only grown).
     pos: usize,
-    text: Rc<str>,
+    /// Its text; moved (not shared again) into the next list when the next decision repeats
+    /// it, so a repeated edit never touches the text's reference count (a cache miss each, a
+    /// thousand a call for LibreChat at a 200K window).
+    text: Option<Rc<str>>,
     tokens: u64,
 }
 
@@ -1041,12 +1044,13 @@ impl<'a> Context<'a> {
     }
 
     /// The this-call content edits the agent's last decision made to positions `[s, e)`, as
-    /// (position, text, tokens), in order (ABI 1.7 `Repeat`).
+    /// (position, index in the list of those edits, tokens), in order (ABI 1.7 `Repeat`); the
+    /// index is a [`Repeated::at`] ([`Context::repeated_text`]).
     pub(crate) fn standing_in(
         &self,
         s: usize,
         e: usize,
-    ) -> impl Iterator<Item = (usize, &Rc<str>, u64)> + '_ {
+    ) -> impl Iterator<Item = (usize, usize, u64)> + '_ {
         let (k0, k1) = if s < e && e <= self.entries.len() {
             (self.entries[s].key, self.entries[e - 1].key)
         } else {
@@ -1055,23 +1059,45 @@ impl<'a> Context<'a> {
         let from = self.standing.partition_point(|x| x.key < k0);
         self.standing[from..]
             .iter()
-            .take_while(move |x| x.key <= k1)
-            .filter_map(move |x| {
+            .enumerate()
+            .take_while(move |(_, x)| x.key <= k1)
+            .filter_map(move |(k, x)| {
                 let p = if self.entries.get(x.pos).is_some_and(|en| en.key == x.key) {
                     Some(x.pos)
                 } else {
                     self.position(x.key)
                 };
-                p.map(|p| (p, &x.text, x.tokens))
+                p.map(|p| (p, from + k, x.tokens))
             })
     }
 
+    /// The text of a repeated edit of the checked decision (before the next one is checked and
+    /// before an edit removes its message).
+    pub(crate) fn repeated_text(&self, r: &super::validate::Repeated) -> &Rc<str> {
+        self.standing[r.at]
+            .text
+            .as_ref()
+            .expect("a repeated edit's text stays until the next decision")
+    }
+
     /// Remembers the this-call content edits of a checked decision (its edits and repeats, by
-    /// position) for the next decision's `Repeat` ops; the ones before are forgotten.
-    pub(crate) fn set_standing(&mut self, plan: &Plan) {
+    /// position) for the next decision's `Repeat` ops; the ones before are forgotten. A repeated
+    /// edit moves from the last list to the new one, and `plan` then names it there.
+    pub(crate) fn set_standing(&mut self, plan: &mut Plan) {
         let mut next = std::mem::take(&mut self.standing_spare);
         next.clear();
-        let mut repeated = plan.repeated.iter().peekable();
+        let old = &mut self.standing;
+        let mut moved = |r: &mut super::validate::Repeated, next: &mut Vec<Standing>| {
+            let x = &mut old[r.at];
+            next.push(Standing {
+                key: x.key,
+                pos: r.pos,
+                text: x.text.take(),
+                tokens: r.after,
+            });
+            r.at = next.len() - 1;
+        };
+        let mut repeated = plan.repeated.iter_mut().peekable();
         for p in &plan.edits {
             let content = matches!(
                 p.op.kind,
@@ -1083,29 +1109,19 @@ impl<'a> Context<'a> {
                 continue;
             }
             while let Some(r) = repeated.next_if(|r| r.pos < p.op.start) {
-                next.push(Standing {
-                    key: self.entries[r.pos].key,
-                    pos: r.pos,
-                    text: r.text.clone(),
-                    tokens: r.after,
-                });
+                moved(r, &mut next);
             }
             for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
                 next.push(Standing {
                     key: self.entries[i].key,
                     pos: i,
-                    text: t.0.clone(),
+                    text: Some(t.0.clone()),
                     tokens: t.1,
                 });
             }
         }
         for r in repeated {
-            next.push(Standing {
-                key: self.entries[r.pos].key,
-                pos: r.pos,
-                text: r.text.clone(),
-                tokens: r.after,
-            });
+            moved(r, &mut next);
         }
         self.standing_spare = std::mem::replace(&mut self.standing, next);
     }

@@ -282,11 +282,11 @@ impl<'s, 'o> Engine<'s, 'o> {
                 self.contexts[a].settle();
             }
             let ctx = &self.contexts[a];
-            let (plan, decision) =
+            let (mut plan, decision) =
                 validate::check(decision, ctx, self.opts.counter, &self.opts.summarizer)
                     .map_err(|r| self.fail(ci, r))?;
             // What the next decision's `Repeat` ops (ABI 1.7) make again.
-            self.contexts[a].set_standing(&plan);
+            self.contexts[a].set_standing(&mut plan);
             if self.opts.stop_at_call == Some(ci) {
                 kept = Some(self.kept(a, &plan));
             }
@@ -764,7 +764,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         for r in &plan.repeated {
             let m = &mut out[r.pos];
             m.sent_tokens = r.after;
-            m.sent_chars = r.text.chars().count() as u64;
+            m.sent_chars = ctx.repeated_text(r).chars().count() as u64;
             if m.sent_chars != m.chars || m.sent_tokens != m.tokens {
                 m.state = KeptState::Edited;
             }
@@ -909,7 +909,7 @@ fn kept_fact(
             continue;
         };
         if let Some(r) = repeated(pos) {
-            if memo.contains(facts, &r.text, f) {
+            if memo.contains(facts, ctx.repeated_text(r), f) {
                 return (true, true);
             }
             continue;

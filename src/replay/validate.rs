@@ -83,7 +83,9 @@ pub(crate) struct Repeated {
     pub pos: usize,
     /// Raw tokens of the message before the edit (now).
     pub before: u64,
-    pub text: Rc<str>,
+    /// Where the context keeps its text (`Context::repeated_text`): nothing per repeated edit
+    /// touches the text.
+    pub at: usize,
     /// Raw tokens of its new text.
     pub after: u64,
 }
@@ -246,7 +248,7 @@ pub(crate) fn check(
             }
             // The previous decision's edits of the range's messages, again: each one a
             // one-message edit with its text and tokens as they were, the range's tokens now.
-            for (i, text, tokens) in ctx.standing_in(op.start, op.end) {
+            for (i, at, tokens) in ctx.standing_in(op.start, op.end) {
                 if ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
                     && !unpinned.iter().any(|&(s, e)| s <= i && i < e)
                 {
@@ -258,7 +260,7 @@ pub(crate) fn check(
                 plan.repeated.push(Repeated {
                     pos: i,
                     before: ctx.tokens_in(i, i + 1),
-                    text: text.clone(),
+                    at,
                     after: tokens,
                 });
             }
