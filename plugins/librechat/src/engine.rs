@@ -793,10 +793,15 @@ impl Ops<'_> {
         }
     }
 
-    /// Forgets what the last decision sent before position `i`.
+    /// Forgets what the last decision sent before position `i` (positions only grow: each
+    /// entry is passed once).
     fn skip_was(&mut self, i: usize) {
-        let k = self.was.partition_point(|w| w.0 < self.base + i);
-        self.was = &self.was[k..];
+        while let [w, rest @ ..] = self.was {
+            if w.0 >= self.base + i {
+                break;
+            }
+            self.was = rest;
+        }
     }
 
     /// A message kept at `i`: what lies between it and the last one kept is dropped.
