@@ -1080,6 +1080,11 @@ impl<'a> Context<'a> {
             .expect("a repeated edit's text stays until the next decision")
     }
 
+    /// Whether the agent's last decision left this-call content edits to repeat.
+    pub(crate) fn has_standing(&self) -> bool {
+        !self.standing.is_empty()
+    }
+
     /// Remembers the this-call content edits of a checked decision (its edits and repeats, by
     /// position) for the next decision's `Repeat` ops; the ones before are forgotten. A repeated
     /// edit moves from the last list to the new one, and `plan` then names it there.

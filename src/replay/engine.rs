@@ -285,8 +285,12 @@ impl<'s, 'o> Engine<'s, 'o> {
             let (mut plan, decision) =
                 validate::check(decision, ctx, self.opts.counter, &self.opts.summarizer)
                     .map_err(|r| self.fail(ci, r))?;
-            // What the next decision's `Repeat` ops (ABI 1.7) make again.
-            self.contexts[a].set_standing(&mut plan);
+            // What the next decision's `Repeat` ops (ABI 1.7) make again; nothing to do for a
+            // decision without edits when the last one left none (every call of `none`, and of
+            // a strategy that only compacts now and then).
+            if !plan.is_empty() || self.contexts[a].has_standing() {
+                self.contexts[a].set_standing(&mut plan);
+            }
             if self.opts.stop_at_call == Some(ci) {
                 kept = Some(self.kept(a, &plan));
             }
