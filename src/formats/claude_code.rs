@@ -577,10 +577,16 @@ fn read_attachment_text(kind: &str, a: &serde_json::Value) -> Option<String> {
 /// The files compaction `ci` re-attached, rebuilt from the log (`claude_restore`): injected user
 /// messages placed before the agent's first reply after it (the files the log does not hold
 /// whole are left out).
-fn push_restored(s: &mut Session, ci: usize, ts: Option<i64>, pos: SourcePos) {
+fn push_restored(
+    s: &mut Session,
+    files: &mut super::claude_restore::Files,
+    ci: usize,
+    ts: Option<i64>,
+    pos: SourcePos,
+) {
     let c = &s.compactions[ci];
     let (agent, at) = (c.agent, c.at_message);
-    let r = super::claude_restore::restore(&s.messages, agent, at, c.kept_from);
+    let r = files.restore(&s.messages, agent, at, c.kept_from);
     for text in r.texts {
         s.messages.push(Message {
             agent,
@@ -731,6 +737,8 @@ struct AgentState {
     /// A compaction whose summary came and whose re-attached files the log has not written
     /// (yet): rebuilt at the agent's next reply unless a `file` attachment comes first.
     restore: Option<usize>,
+    /// The files the agent's messages showed, taken in as far as its last rebuilt compaction.
+    files: super::claude_restore::Files,
     /// A precomputed compaction (docs/formats.md): the uuids of the entries it kept that the log
     /// has not written yet, and its summary, held back until they are read.
     awaiting: Vec<String>,
@@ -903,7 +911,7 @@ impl FileSink<'_> {
         }
         if state.deferred.is_none() {
             if let Some(ci) = state.restore.take() {
-                push_restored(self.s, ci, ts, pos);
+                push_restored(self.s, &mut state.files, ci, ts, pos);
             }
         }
         let mi = self.s.messages.len();

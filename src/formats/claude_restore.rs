@@ -10,7 +10,8 @@
 //! edits' `old_string` → `new_string` applied in order rebuild it. A file the log shows only in
 //! pieces is not rebuilt (left out): its text is not in the log.
 //!
-//! Runs once per compaction, over the agent's messages before it: no cost while reading.
+//! Looks at each of the agent's messages once, when a compaction first needs them (`Files`):
+//! no cost while reading a log without compactions, linear in a log with many.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -112,120 +113,155 @@ fn apply(text: &str, e: &serde_json::Value) -> Option<String> {
     })
 }
 
-/// The re-attached files of `agent`'s compaction whose summary follows `messages[..at]`; the
-/// Read results in `messages[kept_from..at]` (a kept tail) are not re-attached.
-pub(crate) fn restore(
-    messages: &[Message],
-    agent: crate::model::AgentIdx,
-    at: usize,
-    kept_from: Option<usize>,
-) -> Restored {
-    let mut calls: HashMap<&str, (&str, serde_json::Value)> = HashMap::default();
-    let mut files: HashMap<String, Track> = HashMap::default();
-    let mut kept: Vec<String> = Vec::new();
-    let mut style = Numbering::Tab;
-    let mut order = 0usize;
-    for (i, m) in messages[..at].iter().enumerate() {
-        if m.agent != agent || m.flags.meta {
-            continue;
-        }
-        for p in &m.parts {
-            match p {
-                Part::ToolCall { id, name, args } if m.role == Role::Assistant => {
-                    if matches!(name.as_str(), "Read" | "Edit" | "Write" | "MultiEdit") {
+/// What the log showed of the files one agent read, edited and wrote, up to a message: kept by
+/// the reader between the agent's compactions, so each message is looked at once however many
+/// compactions the log holds (a rescan from the start at each compaction made a log of many
+/// compactions quadratic to read).
+#[derive(Default)]
+pub(crate) struct Files {
+    /// Messages `..scanned` are taken in.
+    scanned: usize,
+    /// Read / Edit / Write / MultiEdit calls waiting for their result: (name, input).
+    calls: HashMap<String, (&'static str, serde_json::Value)>,
+    files: HashMap<String, Track>,
+    /// Where the last whole Read of each file was (message index): a kept tail that shows it is
+    /// not re-attached.
+    read_at: HashMap<String, usize>,
+    style: Option<Numbering>,
+    order: usize,
+}
+
+impl Files {
+    /// Takes in `agent`'s messages of `messages[self.scanned..upto]`.
+    fn advance(&mut self, messages: &[Message], agent: crate::model::AgentIdx, upto: usize) {
+        let from = self.scanned.min(upto);
+        for (i, m) in messages[from..upto].iter().enumerate() {
+            let i = from + i;
+            if m.agent != agent || m.flags.meta {
+                continue;
+            }
+            for p in &m.parts {
+                match p {
+                    Part::ToolCall { id, name, args } if m.role == Role::Assistant => {
+                        let name = match name.as_str() {
+                            "Read" => "Read",
+                            "Edit" => "Edit",
+                            "Write" => "Write",
+                            "MultiEdit" => "MultiEdit",
+                            _ => continue,
+                        };
                         if let Ok(v) = serde_json::from_str::<serde_json::Value>(args) {
-                            calls.insert(id, (name, v));
+                            self.calls.insert(id.clone(), (name, v));
                         }
+                    }
+                    Part::ToolResult {
+                        call_id,
+                        content,
+                        is_error: false,
+                    } => self.result(i, call_id, content),
+                    _ => {}
+                }
+            }
+        }
+        self.scanned = self.scanned.max(upto);
+    }
+
+    /// A successful result of call `call_id` in message `i`.
+    fn result(&mut self, i: usize, call_id: &str, content: &str) {
+        let Some((name, input)) = self.calls.get(call_id) else {
+            return;
+        };
+        let Some(path) = input.get("file_path").and_then(|v| v.as_str()) else {
+            return;
+        };
+        if content.contains("<tool_use_error>") {
+            return;
+        }
+        self.order += 1;
+        let t = self.files.entry(path.to_string()).or_default();
+        t.last = self.order;
+        match *name {
+            "Read" => {
+                let whole = input.get("offset").is_none() && input.get("limit").is_none();
+                if whole {
+                    if let Some((text, s)) = strip_numbers(content) {
+                        t.text = Some(text);
+                        self.style = Some(s);
+                    } else {
+                        // An image, a notebook, an empty file: not a text listing.
+                        t.text = None;
                     }
                 }
-                Part::ToolResult {
-                    call_id,
-                    content,
-                    is_error: false,
-                } => {
-                    let Some((name, input)) = calls.get(call_id.as_str()) else {
-                        continue;
-                    };
-                    let Some(path) = input.get("file_path").and_then(|v| v.as_str()) else {
-                        continue;
-                    };
-                    if content.contains("<tool_use_error>") {
-                        continue;
+                self.read_at.insert(path.to_string(), i);
+            }
+            "Write" => {
+                t.text = input
+                    .get("content")
+                    .and_then(|v| v.as_str())
+                    .map(String::from);
+            }
+            "Edit" => t.text = t.text.as_deref().and_then(|s| apply(s, input)),
+            _ => {
+                let edits = input.get("edits").and_then(|v| v.as_array());
+                t.text = t.text.take().and_then(|mut s| {
+                    for e in edits.into_iter().flatten() {
+                        s = apply(&s, e)?;
                     }
-                    order += 1;
-                    let t = files.entry(path.to_string()).or_default();
-                    t.last = order;
-                    match *name {
-                        "Read" => {
-                            let whole =
-                                input.get("offset").is_none() && input.get("limit").is_none();
-                            if whole {
-                                if let Some((text, s)) = strip_numbers(content) {
-                                    t.text = Some(text);
-                                    style = s;
-                                } else {
-                                    // An image, a notebook, an empty file: not a text listing.
-                                    t.text = None;
-                                }
-                            }
-                            if kept_from.is_some_and(|k| i >= k) {
-                                kept.push(path.to_string());
-                            }
-                        }
-                        "Write" => {
-                            t.text = input
-                                .get("content")
-                                .and_then(|v| v.as_str())
-                                .map(String::from);
-                        }
-                        "Edit" => t.text = t.text.as_deref().and_then(|s| apply(s, input)),
-                        _ => {
-                            let edits = input.get("edits").and_then(|v| v.as_array());
-                            t.text = t.text.take().and_then(|mut s| {
-                                for e in edits.into_iter().flatten() {
-                                    s = apply(&s, e)?;
-                                }
-                                Some(s)
-                            });
-                        }
-                    }
-                }
-                _ => {}
+                    Some(s)
+                });
             }
         }
     }
-    let mut recent: Vec<(String, Track)> = files
-        .into_iter()
-        .filter(|(p, _)| !excluded(p) && !kept.contains(p))
-        .collect();
-    recent.sort_by_key(|(_, t)| std::cmp::Reverse(t.last));
-    recent.truncate(MAX_FILES);
-    let mut out = Restored {
-        texts: Vec::new(),
-        unknown: Vec::new(),
-    };
-    for (path, t) in recent {
-        match t.text {
-            Some(text) if text.len() / 4 <= MAX_FILE_TOKENS => {
-                let input = serde_json::json!({ "file_path": path });
-                out.texts.push(format!(
-                    "{}\n{}",
-                    reminder(&format!(
-                        "Called the Read tool with the following input: {input}"
-                    )),
-                    reminder(&format!(
-                        "Result of calling the Read tool:\n{}",
-                        number(&text, style)
-                    ))
-                ));
+
+    /// The re-attached files of `agent`'s compaction whose summary follows `messages[..at]`; a
+    /// file whose last Read result is in `messages[kept_from..at]` (a kept tail) is not
+    /// re-attached.
+    pub(crate) fn restore(
+        &mut self,
+        messages: &[Message],
+        agent: crate::model::AgentIdx,
+        at: usize,
+        kept_from: Option<usize>,
+    ) -> Restored {
+        self.advance(messages, agent, at);
+        let kept = |p: &str| {
+            kept_from.is_some_and(|k| self.read_at.get(p).is_some_and(|&i| i >= k && i < at))
+        };
+        let mut recent: Vec<(&String, &Track)> = self
+            .files
+            .iter()
+            .filter(|(p, _)| !excluded(p) && !kept(p))
+            .collect();
+        recent.sort_by_key(|(_, t)| std::cmp::Reverse(t.last));
+        recent.truncate(MAX_FILES);
+        let style = self.style.unwrap_or(Numbering::Tab);
+        let mut out = Restored {
+            texts: Vec::new(),
+            unknown: Vec::new(),
+        };
+        for (path, t) in recent {
+            match &t.text {
+                Some(text) if text.len() / 4 <= MAX_FILE_TOKENS => {
+                    let input = serde_json::json!({ "file_path": path });
+                    out.texts.push(format!(
+                        "{}\n{}",
+                        reminder(&format!(
+                            "Called the Read tool with the following input: {input}"
+                        )),
+                        reminder(&format!(
+                            "Result of calling the Read tool:\n{}",
+                            number(text, style)
+                        ))
+                    ));
+                }
+                Some(_) => out.texts.push(reminder(&format!(
+                    "Note: {path} was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."
+                ))),
+                None => out.unknown.push(path.clone()),
             }
-            Some(_) => out.texts.push(reminder(&format!(
-                "Note: {path} was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."
-            ))),
-            None => out.unknown.push(path),
         }
+        out
     }
-    out
 }
 
 #[cfg(test)]
