@@ -7,6 +7,7 @@ use crate::view::{OpenResult, SessionSummary, StoredList, StoredSession};
 use ctxlab::inspect::{summarize_prepared, SessionReport};
 use ctxlab::model::Session;
 use ctxlab::plugin_host::Registry;
+use ctxlab::replay::RawContext;
 use ctxlab::store::Library;
 use ctxlab::tokens;
 use std::collections::{BTreeMap, HashMap};
@@ -17,19 +18,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct OpenSession {
     pub session: Arc<Session>,
     pub report: Arc<SessionReport>,
-    /// Each call's context counted with the report's counter, uncalibrated
-    /// (`replay::recorded_raw_tokens`): counted once when the session is opened.
-    pub raw: Arc<Vec<Option<u64>>>,
+    /// Each call's context counted with the report's counter, uncalibrated, counted and known
+    /// tokens apart (`replay::recorded_contexts`, what calibration fits): counted once when the
+    /// session is opened.
+    pub raw: Arc<Vec<Option<RawContext>>>,
     /// Its row in the library, when recording it there worked.
     pub stored: Option<i64>,
 }
 
 /// An open session with its report and each call's counted context (uncalibrated).
-pub type CountedSession = (Arc<Session>, Arc<SessionReport>, Arc<Vec<Option<u64>>>);
+pub type CountedSession = (
+    Arc<Session>,
+    Arc<SessionReport>,
+    Arc<Vec<Option<RawContext>>>,
+);
 
 /// A session counted: each call's context and the report built from those counts.
 pub struct Counted {
-    pub raw: Vec<Option<u64>>,
+    pub raw: Vec<Option<RawContext>>,
     pub report: SessionReport,
 }
 
@@ -37,7 +43,7 @@ impl Counted {
     pub fn of(s: &Session, counter: &dyn tokens::TokenCounter) -> Counted {
         // Counted once: the per-call contexts and the report share the counts.
         let prepared = ctxlab::replay::Prepared::counts(s, counter);
-        let raw = ctxlab::replay::recorded_raw_tokens_prepared(s, &prepared, counter)
+        let raw = ctxlab::replay::recorded_contexts_prepared(s, &prepared, counter)
             .unwrap_or_else(|_| vec![None; s.calls.len()]);
         let report = summarize_prepared(s, &prepared, &raw);
         Counted { raw, report }
@@ -266,7 +272,7 @@ impl AppState {
         if counts.prepared().counter() != report_counter {
             return;
         }
-        let raw = counts.raw().to_vec();
+        let raw = counts.contexts().to_vec();
         let report = summarize_prepared(&s, counts.prepared(), &raw);
         if let Some(o) = lock(&self.sessions).get_mut(&key) {
             o.session = Arc::new(s);

@@ -9,7 +9,7 @@ use ctxlab::inspect::SessionReport;
 use ctxlab::model::{Part, Session};
 use ctxlab::models::{ImportReport, SessionPricing};
 use ctxlab::plugin_host::{Refusal, StrategyEntry};
-use ctxlab::replay::{KeptMessage, KeptState, ModelTable, Run};
+use ctxlab::replay::{KeptMessage, KeptState, ModelTable, RawContext, Run};
 use ctxlab::store::{SessionRecord, SourceStatus};
 use ctxlab::tokens::Calibration;
 use ctxlab::tune::{CompactionPoint, TuneResult};
@@ -844,7 +844,7 @@ impl SessionDetail {
         stored: Option<i64>,
         s: &Session,
         r: &SessionReport,
-        raw: &[Option<u64>],
+        raw: &[Option<RawContext>],
         cal: Option<&Calibration>,
     ) -> SessionDetail {
         let agents = r
@@ -874,11 +874,12 @@ impl SessionDetail {
                 .recorded_context
                 .push(c.usage.map(|u| u.context_tokens()));
             calls.recorded_output.push(c.usage.map(|u| u.output));
+            // Calibrated as `inspect` and the replay's recorded baseline do: the call's fit
+            // (its agent's, for its model) over the counted tokens, the known ones as recorded.
             let raw = raw.get(i).copied().flatten();
-            let agent = c.agent;
             calls
                 .estimate
-                .push(raw.map(|t| cal.map_or(t, |k| k.predict(agent, t))));
+                .push(raw.map(|t| cal.map_or(t.total(), |k| k.predict_call(s, i, t))));
         }
         let compactions = s
             .compactions
