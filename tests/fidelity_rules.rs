@@ -1172,6 +1172,203 @@ fn claude_code_rebuilds_the_files_a_compaction_re_attached() {
     assert!(texts[0].contains("1\tlet a = 1;"));
 }
 
+/// Claude Code 2.1.3x also sends the session's plan file after a compaction when it exists
+/// (`plan_file_reference`: `plans/<slug>.md`, the entries' `slug`), without writing it to the
+/// log: its text is the plan as the log last showed it whole (a Read, a Write, the edits after
+/// them, or the `plan` an `ExitPlanMode` call carries, which Claude Code fills from the file on
+/// disk). An `ExitPlanMode` in the first reply after the compaction shows the file as the
+/// compaction sent it and wins over an older Read. A session that used plan mode without the log
+/// showing the plan gets a placeholder outside the context; a log without a slug (before plan
+/// files) none; a log that writes the attachment (2.1.1xx) is read as it is.
+#[test]
+fn claude_code_rebuilds_the_plan_a_compaction_sent() {
+    const SLUG: &str = "brisk-plan";
+    let with_slug = |l: String| {
+        l.replacen(
+            &format!(r#""sessionId":"{SID}""#),
+            &format!(r#""sessionId":"{SID}","slug":"{SLUG}""#),
+            1,
+        )
+    };
+    let tool = |uuid: &str, id: &str, name: &str, input: &str| {
+        cc_assistant(
+            uuid,
+            "claude-opus-4-6",
+            &format!("msg_{uuid}"),
+            &format!(r#"{{"type":"tool_use","id":"{id}","name":"{name}","input":{input}}}"#),
+            "null",
+            &usage(3, 1000, 100, 10),
+        )
+    };
+    let plan_path = format!("/h/.claude/plans/{SLUG}.md");
+    let compaction = [
+        format!(
+            r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"auto","preTokens":9000}}}}"#
+        ),
+        format!(
+            r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:01.000Z","message":{{"role":"user","content":"Summary."}}}}"#
+        ),
+    ];
+    let text_reply = cc_assistant(
+        "a9",
+        "claude-opus-4-6",
+        "msg_9",
+        r#"{"type":"text","text":"Presenting the plan."}"#,
+        "null",
+        &usage(3, 1000, 400, 2),
+    );
+    // The second entry of the same response: its ExitPlanMode carries the plan from disk.
+    let exit_plan = cc_assistant(
+        "a9b",
+        "claude-opus-4-6",
+        "msg_9",
+        r##"{"type":"tool_use","id":"t9","name":"ExitPlanMode","input":{"plan":"# Plan B\n\nShip the water."}}"##,
+        "null",
+        &usage(3, 1000, 400, 2),
+    );
+    let read_plan = [
+        cc_user("u1", "plan the water"),
+        tool("a1", "t0", "EnterPlanMode", "{}"),
+        cc_tool_result("r0", "t0", r#""Entered plan mode.""#),
+        // A Write Claude Code refused leaves the file as it was.
+        tool(
+            "a2",
+            "t1",
+            "Write",
+            &format!(r##"{{"file_path":"{plan_path}","content":"# Refused"}}"##),
+        ),
+        cc_tool_result(
+            "r1",
+            "t1",
+            r#""<tool_use_error>File has not been read yet.</tool_use_error>""#,
+        )
+        .replacen(
+            r#""tool_use_id":"t1","#,
+            r#""tool_use_id":"t1","is_error":true,"#,
+            1,
+        ),
+        tool(
+            "a3",
+            "t2",
+            "Read",
+            &format!(r#"{{"file_path":"{plan_path}"}}"#),
+        ),
+        cc_tool_result(
+            "r2",
+            "t2",
+            r#""     1→# Plan A\n     2→\n     3→Plant the trees.""#,
+        ),
+    ];
+    let build = |head: &[String], tail: &[String], slug: bool| -> Session {
+        let lines: Vec<String> = head
+            .iter()
+            .chain(compaction.iter())
+            .chain(tail.iter())
+            .cloned()
+            .map(|l| if slug { with_slug(l) } else { l })
+            .collect();
+        load("plan.jsonl", &lines)
+    };
+    let plans = |s: &Session| -> Vec<(String, bool, u64)> {
+        s.messages
+            .iter()
+            .filter(|m| m.flags.injected)
+            .map(|m| {
+                let text = match m.parts.first() {
+                    Some(Part::Text { text }) => text.clone(),
+                    _ => String::new(),
+                };
+                (text, m.flags.meta, m.flags.hidden_tokens)
+            })
+            .collect()
+    };
+    let fixed = ctxlab::formats::claude_code::PLAN_REFERENCE_TOKENS;
+
+    // The plan as the log last showed it: the Read, not the refused Write.
+    let s = build(&read_plan, &[text_reply.clone()], true);
+    let p = plans(&s);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].0.contains(&plan_path) && p[0].0.contains("# Plan A\n\nPlant the trees."),
+        "{p:?}"
+    );
+    assert!(!p[0].0.contains("Refused"));
+    assert_eq!((p[0].1, p[0].2), (false, fixed));
+    // It is in the first call after the compaction, before its reply.
+    let reply = s.calls.last().unwrap().reply.unwrap();
+    assert!(s.messages[reply - 1].flags.injected);
+    let with_plan = contexts(&s).last().unwrap().clone();
+
+    // The reply's ExitPlanMode shows the file the compaction sent: it wins.
+    let s = build(&read_plan, &[text_reply.clone(), exit_plan.clone()], true);
+    let p = plans(&s);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].0.contains("# Plan B\n\nShip the water.") && !p[0].0.contains("Plan A"),
+        "{p:?}"
+    );
+    assert!(p[0].0.contains(&plan_path));
+
+    // Plan mode, but the log never shows the plan: a placeholder outside the context, filled
+    // by the reply's ExitPlanMode (its path beside the plans the log names, else the default).
+    let entered = &read_plan[..3];
+    let s = build(entered, &[text_reply.clone()], true);
+    let p = plans(&s);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].1 && p[0].0.is_empty(), "{p:?}");
+    let without_plan = contexts(&s).last().unwrap().clone();
+    assert!(
+        with_plan.counted > without_plan.counted,
+        "{with_plan:?} {without_plan:?}"
+    );
+    assert_eq!(with_plan.known, without_plan.known + fixed);
+    let s = build(entered, &[text_reply.clone(), exit_plan.clone()], true);
+    let p = plans(&s);
+    assert!(!p[0].1 && p[0].0.contains("# Plan B"), "{p:?}");
+    assert!(
+        p[0].0.contains(&format!("~/.claude/plans/{SLUG}.md")),
+        "{p:?}"
+    );
+
+    // No slug (a version without plan files): no plan.
+    let s = build(&read_plan, &[text_reply.clone(), exit_plan.clone()], false);
+    assert!(plans(&s).is_empty(), "{:?}", plans(&s));
+
+    // The log's last word on the plan before the compaction is an ExitPlanMode: its text.
+    let mut second = read_plan.to_vec();
+    second.push(tool(
+        "a4",
+        "t4",
+        "ExitPlanMode",
+        r##"{"plan":"# Plan C\n\nDig the pond."}"##,
+    ));
+    let s = build(&second, &[text_reply.clone()], true);
+    let p = plans(&s);
+    assert!(
+        p[0].0.contains("# Plan C") && !p[0].0.contains("Plan A"),
+        "{p:?}"
+    );
+
+    // 2.1.1xx writes the attachment: read as it is, with the same fixed text.
+    let s = load(
+        "plan_written.jsonl",
+        &[
+            cc_user("u1", "go on"),
+            format!(
+                r##"{{"type":"attachment","sessionId":"{SID}","uuid":"p1","timestamp":"2026-04-26T22:00:03.000Z","attachment":{{"type":"plan_file_reference","planFilePath":"{plan_path}","planContent":"# Plan D"}}}}"##
+            ),
+            text_reply,
+        ],
+    );
+    let p = plans(&s);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].0.contains("# Plan D") && p[0].0.contains(&plan_path),
+        "{p:?}"
+    );
+    assert_eq!(p[0].2, fixed);
+}
+
 /// A precomputed compaction: Claude Code writes the boundary and summary, then the entries of a
 /// call that ran before the compaction took effect (their uuids in `preservedMessages`, their
 /// timestamps before the boundary's). That call was sent with the pre-compaction context; the

@@ -69,6 +69,9 @@ struct Entry<'a> {
     /// `attachment` entries: what Claude Code injects into the next user turn.
     #[serde(borrow, default)]
     attachment: Option<&'a RawValue>,
+    /// The session's plan slug: its plan file is `plans/<slug>.md` (2.1.x).
+    #[serde(borrow, default)]
+    slug: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -494,6 +497,11 @@ fn attachment_text(a: &serde_json::Value) -> Option<(String, u64)> {
     if let Some(text) = read_attachment_text(kind, a) {
         return Some((text, 0));
     }
+    if kind == "plan_file_reference" {
+        let field = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
+        let text = plan_reference_text(field("planFilePath"), field("planContent"));
+        return Some((text, PLAN_REFERENCE_TOKENS));
+    }
     let fixed = match kind {
         "queued_command" => QUEUED_COMMAND_TOKENS,
         "file"
@@ -574,34 +582,78 @@ fn read_attachment_text(kind: &str, a: &serde_json::Value) -> Option<String> {
     }
 }
 
-/// The files compaction `ci` re-attached, rebuilt from the log (`claude_restore`): injected user
-/// messages placed before the agent's first reply after it (the files the log does not hold
-/// whole are left out).
+/// The text of a plan Claude Code sends after a compaction, without its fixed sentences
+/// (`PLAN_REFERENCE_TOKENS`): the plan file's path and its text, in a system reminder.
+fn plan_reference_text(path: &str, plan: &str) -> String {
+    format!("<system-reminder>\n{path}\n\n{plan}\n</system-reminder>")
+}
+
+/// Makes `m` the plan Claude Code sent after a compaction.
+fn set_plan_reference(m: &mut Message, path: &str, plan: &str) {
+    m.parts = vec![Part::Text {
+        text: plan_reference_text(path, plan),
+    }];
+    m.flags.hidden_tokens = PLAN_REFERENCE_TOKENS;
+    m.flags.meta = false;
+}
+
+/// The plan message a compaction's rebuild placed before the agent's first reply after it:
+/// an `ExitPlanMode` in that reply carries the plan file's text at that moment (Claude Code
+/// fills its `plan` input from disk), which nothing changed since the compaction.
+struct PlanSlot {
+    msg: MsgIdx,
+    reply: MsgIdx,
+    path: String,
+}
+
+/// The files (and the plan) compaction `ci` re-attached, rebuilt from the log
+/// (`claude_restore`): injected user messages placed before the agent's first reply after it
+/// (the files the log does not hold whole are left out). Returns the plan's message and path:
+/// its text as the log last showed it, or, when the log never showed it whole but the agent
+/// used plan mode, a placeholder outside the context (`meta`) until the reply shows it.
 fn push_restored(
     s: &mut Session,
     files: &mut super::claude_restore::Files,
     ci: usize,
     ts: Option<i64>,
     pos: SourcePos,
-) {
+) -> Option<(MsgIdx, String)> {
     let c = &s.compactions[ci];
     let (agent, at) = (c.agent, c.at_message);
     let r = files.restore(&s.messages, agent, at, c.kept_from);
+    let injected = |parts| Message {
+        agent,
+        role: Role::User,
+        parts,
+        timestamp: ts,
+        flags: MessageFlags {
+            injected: true,
+            ..MessageFlags::default()
+        },
+        source: pos,
+    };
     for text in r.texts {
-        s.messages.push(Message {
-            agent,
-            role: Role::User,
-            parts: vec![Part::Text { text }],
-            timestamp: ts,
-            flags: MessageFlags {
-                injected: true,
-                ..MessageFlags::default()
-            },
-            source: pos,
-        });
+        s.messages.push(injected(vec![Part::Text { text }]));
     }
     // Files the log does not show whole (`r.unknown`) are left out: not a problem of the log,
     // and a warning on every such compaction would drown the ones that are.
+    let path = r.plan_path?;
+    let mut m = injected(Vec::new());
+    match &r.plan {
+        Some(plan) => set_plan_reference(&mut m, &path, plan),
+        None if r.plan_seen => m.flags.meta = true,
+        None => return None,
+    }
+    s.messages.push(m);
+    Some((s.messages.len() - 1, path))
+}
+
+/// The `plan` of an `ExitPlanMode` call among a reply's parts.
+fn exit_plan(parts: &[Part]) -> Option<String> {
+    parts.iter().find_map(|p| match p {
+        Part::ToolCall { name, args, .. } => super::claude_restore::exit_plan_text(name, args),
+        _ => None,
+    })
 }
 
 /// A user message made only of tool results (and the images they returned) answers tool calls.
@@ -660,6 +712,13 @@ pub const TODO_REMINDER_TOKENS: u64 = 170;
 /// constant of the steps in recorded input at calls whose new content is notifications and tool
 /// results (102–105 per notification beside 1.73–1.81 per counted token; docs/tokens.md).
 pub const QUEUED_COMMAND_TOKENS: u64 = 100;
+
+/// The fixed text around the plan Claude Code sends after a compaction when the session has a
+/// plan file (`plan_file_reference`, 2.1.37 `normalizeAttachmentForAPI`): two sentences before
+/// the path and the plan and one after, 152 characters, 27 English words, not in any log. Its
+/// size is modelled, not fitted: ~1.3 tokens a word of plain English, as Claude's tokenizer
+/// counts prose. The path and the plan are counted as text (docs/tokens.md, "Claude Code").
+pub const PLAN_REFERENCE_TOKENS: u64 = 35;
 
 /// Which earlier thinking a model keeps in its context (`data/thinking.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -739,6 +798,9 @@ struct AgentState {
     restore: Option<usize>,
     /// The files the agent's messages showed, taken in as far as its last rebuilt compaction.
     files: super::claude_restore::Files,
+    /// The plan message of the agent's last rebuilt compaction, while its first reply after it
+    /// is read.
+    plan_slot: Option<PlanSlot>,
     /// A precomputed compaction (docs/formats.md): the uuids of the entries it kept that the log
     /// has not written yet, and its summary, held back until they are read.
     awaiting: Vec<String>,
@@ -778,6 +840,8 @@ struct FileState {
     custom_title: Option<String>,
     /// The first `cwd` the file records.
     cwd: Option<String>,
+    /// The session's plan slug (`Entry::slug`).
+    slug: Option<String>,
     /// Some agent holds a compaction summary back (`AgentState::deferred`).
     deferring: bool,
 }
@@ -794,6 +858,7 @@ impl FileState {
             title: None,
             custom_title: None,
             cwd: None,
+            slug: None,
             deferring: false,
         }
     }
@@ -879,6 +944,11 @@ impl FileSink<'_> {
                 }
             } else if let Some(r) = state.by_id.get_mut(id) {
                 let mi = r.msg;
+                if let Some(slot) = state.plan_slot.as_ref().filter(|p| p.reply == mi) {
+                    if let Some(plan) = exit_plan(&parts) {
+                        set_plan_reference(&mut self.s.messages[slot.msg], &slot.path, &plan);
+                    }
+                }
                 self.s.messages[mi].parts.extend(parts);
                 r.signature += signature;
                 r.bad_usage |= bad_usage;
@@ -909,12 +979,33 @@ impl FileSink<'_> {
                 return;
             }
         }
+        state.plan_slot = None;
         if state.deferred.is_none() {
             if let Some(ci) = state.restore.take() {
-                push_restored(self.s, &mut state.files, ci, ts, pos);
+                if state.files.plan_name.is_none() {
+                    state.files.plan_name =
+                        self.f
+                            .slug
+                            .as_deref()
+                            .map(|slug| match self.s.agents[agent].id.as_str() {
+                                "main" => format!("{slug}.md"),
+                                id => format!("{slug}-agent-{id}.md"),
+                            });
+                }
+                let slot = push_restored(self.s, &mut state.files, ci, ts, pos);
+                state.plan_slot = slot.map(|(msg, path)| PlanSlot {
+                    msg,
+                    reply: self.s.messages.len(),
+                    path,
+                });
             }
         }
         let mi = self.s.messages.len();
+        if let Some(slot) = state.plan_slot.as_ref() {
+            if let Some(plan) = exit_plan(&parts) {
+                set_plan_reference(&mut self.s.messages[slot.msg], &slot.path, &plan);
+            }
+        }
         self.s.push_message(agent, Role::Assistant, parts, ts, pos);
         state.last_reply = Some(mi);
         let ci = (!synthetic).then(|| {
@@ -1177,6 +1268,9 @@ impl JsonSink for FileSink<'_> {
             if self.f.cwd.is_none() {
                 self.f.cwd = e.cwd.as_deref().map(String::from);
             }
+        }
+        if self.f.slug.is_none() {
+            self.f.slug = e.slug.as_deref().map(String::from);
         }
         let kind = e.kind.as_deref().unwrap_or("");
         // An entry of an agent holding a summary back: one the compaction kept goes before the

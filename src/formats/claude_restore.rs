@@ -10,6 +10,13 @@
 //! edits' `old_string` → `new_string` applied in order rebuild it. A file the log shows only in
 //! pieces is not rebuilt (left out): its text is not in the log.
 //!
+//! The same compaction also sends the agent's plan file when it exists (`plan_file_reference`,
+//! Claude Code 2.1.37's cli.js, minified `AP6`, called by the compaction: the file `plans/<slug>.md`, or
+//! `<slug>-agent-<id>.md` for a subagent, read from disk whatever the permission mode). Its text
+//! at that moment is the plan as the log last showed it whole: a Read without offset or limit, a
+//! Write, the edits after either, or the `plan` an `ExitPlanMode` call carries (Claude Code fills
+//! that input from the plan file on disk when the call is made, `normalizeToolInput`).
+//!
 //! Looks at each of the agent's messages once, when a compaction first needs them (`Files`):
 //! no cost while reading a log without compactions, linear in a log with many.
 
@@ -43,6 +50,33 @@ struct Track {
 pub(crate) struct Restored {
     pub texts: Vec<String>,
     pub unknown: Vec<String>,
+    /// The agent's plan file: its path (when the log names the session's slug), and its text
+    /// when the log shows it whole.
+    pub plan_path: Option<String>,
+    pub plan: Option<String>,
+    /// The agent entered or left plan mode, or touched its plan file, before the compaction:
+    /// a plan file may exist though the log does not show its text.
+    pub plan_seen: bool,
+}
+
+/// The `plan` an `ExitPlanMode` call carries: the plan file's text when the call was made.
+pub(crate) fn exit_plan_text(name: &str, args: &str) -> Option<String> {
+    if name != "ExitPlanMode" {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(args).ok()?;
+    v.get("plan")?.as_str().map(String::from)
+}
+
+/// Where a plan file whose path the log never wrote is: Claude Code's default plans folder,
+/// beside the other plan files the log names when it names any.
+fn default_plan_path<'a>(name: &str, seen: impl Iterator<Item = &'a String>) -> String {
+    for p in seen {
+        if let Some(i) = p.find("/.claude/plans/") {
+            return format!("{}{name}", &p[..i + "/.claude/plans/".len()]);
+        }
+    }
+    format!("~/.claude/plans/{name}")
 }
 
 fn excluded(path: &str) -> bool {
@@ -129,6 +163,13 @@ pub(crate) struct Files {
     read_at: HashMap<String, usize>,
     style: Option<Numbering>,
     order: usize,
+    /// The file name of the agent's plan file (`<slug>.md`), when the log names the session's
+    /// slug; a path of that name is tracked as `plan`, not with the files.
+    pub(crate) plan_name: Option<String>,
+    plan: Track,
+    /// The plan file's path as the log wrote it.
+    plan_path: Option<String>,
+    plan_seen: bool,
 }
 
 impl Files {
@@ -142,6 +183,23 @@ impl Files {
             }
             for p in &m.parts {
                 match p {
+                    Part::ToolCall { name, .. }
+                        if m.role == Role::Assistant && name == "EnterPlanMode" =>
+                    {
+                        self.plan_seen = true;
+                    }
+                    Part::ToolCall { name, args, .. }
+                        if m.role == Role::Assistant && name == "ExitPlanMode" =>
+                    {
+                        self.plan_seen = true;
+                        if let Some(text) = exit_plan_text(name, args) {
+                            self.order += 1;
+                            self.plan = Track {
+                                text: Some(text),
+                                last: self.order,
+                            };
+                        }
+                    }
                     Part::ToolCall { id, name, args } if m.role == Role::Assistant => {
                         let name = match name.as_str() {
                             "Read" => "Read",
@@ -178,7 +236,17 @@ impl Files {
             return;
         }
         self.order += 1;
-        let t = self.files.entry(path.to_string()).or_default();
+        let is_plan = self
+            .plan_name
+            .as_deref()
+            .is_some_and(|n| path.replace('\\', "/").rsplit('/').next() == Some(n));
+        let t = if is_plan {
+            self.plan_seen = true;
+            self.plan_path = Some(path.to_string());
+            &mut self.plan
+        } else {
+            self.files.entry(path.to_string()).or_default()
+        };
         t.last = self.order;
         match *name {
             "Read" => {
@@ -192,7 +260,9 @@ impl Files {
                         t.text = None;
                     }
                 }
-                self.read_at.insert(path.to_string(), i);
+                if !is_plan {
+                    self.read_at.insert(path.to_string(), i);
+                }
             }
             "Write" => {
                 t.text = input
@@ -235,9 +305,17 @@ impl Files {
         recent.sort_by_key(|(_, t)| std::cmp::Reverse(t.last));
         recent.truncate(MAX_FILES);
         let style = self.style.unwrap_or(Numbering::Tab);
+        let plan_path = self.plan_name.as_deref().map(|name| {
+            self.plan_path
+                .clone()
+                .unwrap_or_else(|| default_plan_path(name, self.files.keys()))
+        });
         let mut out = Restored {
             texts: Vec::new(),
             unknown: Vec::new(),
+            plan: plan_path.as_ref().and(self.plan.text.clone()),
+            plan_path,
+            plan_seen: self.plan_seen,
         };
         for (path, t) in recent {
             match &t.text {
