@@ -7,7 +7,7 @@
 //! persistent edit rebuilds from its first position only.
 
 use super::context::{model_role, sdk_role, Context, Replacement};
-use super::facts::{FactId, FactSet, Facts};
+use super::facts::{FactId, FactSet, Facts, LineFacts};
 use super::feed::{Feed, Step};
 use super::metrics::{cache_split, Compaction, CompactionKind, Sample, Tally};
 use super::prepared::Prepared;
@@ -104,6 +104,8 @@ pub(crate) struct Engine<'s, 'o> {
     steps: Vec<Step>,
     /// Per call measured: the known tokens (recorded units) of the context it sent.
     known: Vec<u64>,
+    /// The recall measure's facts of the texts the run's edits write (kept across calls).
+    text_facts: TextFacts,
 }
 
 /// What a run returns (`Engine::run`).
@@ -174,6 +176,7 @@ impl<'s, 'o> Engine<'s, 'o> {
                 .collect(),
             steps: Vec::new(),
             known: Vec::with_capacity(session.calls.len()),
+            text_facts: TextFacts::default(),
         }
     }
 
@@ -474,10 +477,12 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let seen = &self.agents[a].seen;
         let (mut needed, mut lower, mut upper) = (0, 0, 0);
-        let mut memo = TextFacts::default();
+        let memo = &mut self.text_facts;
+        // Its keys are the texts' addresses: valid for this call's plan only.
+        memo.seen.clear();
         for f in facts.iter().filter(|&&f| seen.contains(f)) {
             needed += 1;
-            let (l, u) = kept_fact(ctx, plan, *f, &self.facts, &mut memo);
+            let (l, u) = kept_fact(ctx, plan, *f, &self.facts, memo);
             lower += l as u32;
             upper += (l || u) as u32;
         }
@@ -868,10 +873,12 @@ fn scale(fit: Fit, raw: u64) -> u64 {
 
 /// The facts of the texts a call's edits write, scanned once per call and text: a strategy
 /// that sends a long literal summary at every call (CodeTether's) had it scanned once per
-/// needed fact.
+/// needed fact. Across calls, through `LineFacts`: that summary changes in a few numbers from
+/// one call to the next, and its other lines are not scanned again.
 #[derive(Default)]
 struct TextFacts {
     seen: Vec<(*const u8, usize, Vec<FactId>)>,
+    lines: LineFacts,
 }
 
 impl TextFacts {
@@ -880,7 +887,7 @@ impl TextFacts {
         let i = match self.seen.iter().position(|e| (e.0, e.1) == key) {
             Some(i) => i,
             None => {
-                self.seen.push((key.0, key.1, facts.ids_in(text)));
+                self.seen.push((key.0, key.1, self.lines.ids_in(facts, text)));
                 self.seen.len() - 1
             }
         };

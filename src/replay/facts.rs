@@ -148,6 +148,74 @@ impl<'p> Facts<'p> {
     }
 }
 
+/// The known facts of texts a run writes again and again, line by line (`Facts::ids_in` over
+/// each line, remembered across calls). `scan` never carries anything over a newline: a token
+/// stops at it, a quoted span that meets one is not a name, and the byte before a quote is a
+/// newline (not a word byte) exactly as at a text's start. So a text's facts are the union of
+/// its lines' facts. A strategy that sends a long literal at every call of which only a few
+/// numbers change (CodeTether's summary: tag, dropped-range index, recovery note, ~1 KB) then
+/// costs a hash probe per line instead of a scan; a line is remembered on its second sighting
+/// (unique lines, a truncated tool output's, cost one hash and no allocation), and the memo is
+/// bounded: two generations of at most `LineFacts::CAP` lines each.
+#[derive(Default)]
+pub(crate) struct LineFacts {
+    cur: FxHashMap<Box<str>, Box<[FactId]>>,
+    old: FxHashMap<Box<str>, Box<[FactId]>>,
+    /// Hashes of lines seen once (two generations likewise): a collision only makes a line
+    /// remembered early, never changes an answer.
+    once: rustc_hash::FxHashSet<u64>,
+    once_old: rustc_hash::FxHashSet<u64>,
+}
+
+impl LineFacts {
+    const CAP: usize = 4_096;
+    /// Texts shorter than this are scanned whole: a probe per line would cost as much.
+    const MIN_TEXT: usize = 256;
+
+    /// `facts.ids_in(text)`: the known facts of `text`, sorted by id, without duplicates.
+    pub(crate) fn ids_in(&mut self, facts: &Facts<'_>, text: &str) -> Vec<FactId> {
+        if text.len() < Self::MIN_TEXT {
+            return facts.ids_in(text);
+        }
+        let mut v = Vec::new();
+        for line in text.split('\n') {
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(ids) = self.cur.get(line) {
+                v.extend_from_slice(ids);
+                continue;
+            }
+            if let Some((k, ids)) = self.old.remove_entry(line) {
+                v.extend_from_slice(&ids);
+                self.insert(k, ids);
+                continue;
+            }
+            let ids = facts.ids_in(line);
+            v.extend_from_slice(&ids);
+            let h = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, line);
+            if self.once.contains(&h) || self.once_old.contains(&h) {
+                self.insert(line.into(), ids.into());
+            } else {
+                if self.once.len() >= Self::CAP {
+                    self.once_old = std::mem::take(&mut self.once);
+                }
+                self.once.insert(h);
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn insert(&mut self, line: Box<str>, ids: Box<[FactId]>) {
+        if self.cur.len() >= Self::CAP {
+            self.old = std::mem::take(&mut self.cur);
+        }
+        self.cur.insert(line, ids);
+    }
+}
+
 /// A set of facts: a bitset over their dense ids (one bit per fact of the run, up to the
 /// largest id in the set), so membership costs one load instead of a hash probe.
 #[derive(Default)]
@@ -453,5 +521,50 @@ mod tests {
         assert!(run.contains("see other.rs", c[0]));
         assert!(run.contains("new_fact_name here", c[1]));
         assert!(!run.contains("main.rs", c[1]));
+    }
+
+    /// A text's facts through the line memo are its facts scanned whole, on texts whose lines
+    /// repeat and change (quotes, tokens and numbers at line ends, `\r\n`, short and long
+    /// texts), however often the memo has seen them.
+    #[test]
+    fn line_memo_gives_the_facts_of_the_whole_text() {
+        let mut all = Facts::owning(Interner::default());
+        let pieces = [
+            "src/a.rs", "E0308", "`Cargo.lock`", "'it's'", "\"Alice Smith\"", "12345",
+            "https://x.io/p?q=1", "parse_config", "maxTokens", "word", "  ", "\n", "\r\n",
+            "\"open", "'", "`", "ENOENT.", "turns 0-", "x::y", "...", "\n\n", "é",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut texts = Vec::new();
+        for _ in 0..400 {
+            let mut t = String::new();
+            for _ in 0..next(120) {
+                t.push_str(pieces[next(pieces.len())]);
+                if next(3) == 0 {
+                    t.push(' ');
+                }
+            }
+            all.extract(&t);
+            texts.push(t);
+        }
+        let interner = all.into_interner();
+        let facts = Facts::new(&interner);
+        let mut memo = LineFacts::default();
+        for round in 0..3 {
+            for (i, t) in texts.iter().enumerate() {
+                // Repeat a text with one line changed, as a summary's index does.
+                let changed = format!("{t}\nturns 0-{}{round} were compressed\n{t}", i * 7);
+                for text in [t.as_str(), changed.as_str()] {
+                    assert_eq!(memo.ids_in(&facts, text), facts.ids_in(text), "{text:?}");
+                }
+            }
+        }
+        assert!(!memo.cur.is_empty(), "repeated lines are remembered");
     }
 }
