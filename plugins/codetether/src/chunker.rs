@@ -270,7 +270,7 @@ pub fn compress(content: &str, max_tokens: u64) -> String {
 /// `compress`, and the span of its output.
 pub fn compress_measured(content: &str, max_tokens: u64) -> (String, Span) {
     let mut st = Stream::new();
-    let mut at: Vec<(u32, u32)> = Vec::new();
+    let mut at: Vec<(u32, u32)> = Vec::with_capacity(content.len() / 64);
     let base = content.as_ptr() as usize;
     scan_lines(content, |l| {
         let a = l.text.as_ptr() as usize - base;
@@ -278,7 +278,8 @@ pub fn compress_measured(content: &str, max_tokens: u64) -> (String, Span) {
         st.line(l.text, l.span, l.colon_or_d);
     });
     let (span, ranges) = st.compress_span(max_tokens);
-    let out = reassemble_ranges(&ranges, |a, b, out| {
+    let mut out = String::with_capacity(span.bytes as usize);
+    reassemble_ranges_into(&ranges, &mut out, |a, b, out| {
         for i in a..=b {
             if i > a {
                 out.push('\n');
@@ -652,10 +653,21 @@ impl Stream {
 /// appends lines `a..=b` of the text, joined by "\n".
 pub fn reassemble_ranges(
     ranges: &[(u64, u64)],
-    mut lines: impl FnMut(u64, u64, &mut String),
+    lines: impl FnMut(u64, u64, &mut String),
 ) -> String {
-    use std::fmt::Write;
     let mut out = String::new();
+    reassemble_ranges_into(ranges, &mut out, lines);
+    out
+}
+
+/// `reassemble_ranges` appended to `out` (a later cascade step writes the previous summary
+/// into its context without an intermediate string).
+pub fn reassemble_ranges_into(
+    ranges: &[(u64, u64)],
+    out: &mut String,
+    mut lines: impl FnMut(u64, u64, &mut String),
+) {
+    use std::fmt::Write;
     let mut last: Option<u64> = None;
     for &(a, b) in ranges {
         if let Some(end) = last {
@@ -664,10 +676,9 @@ pub fn reassemble_ranges(
                 let _ = write!(out, "\n[... {} lines omitted ...]\n\n", a - end - 1);
             }
         }
-        lines(a, b, &mut out);
+        lines(a, b, out);
         last = Some(b);
     }
-    out
 }
 
 #[cfg(test)]

@@ -134,9 +134,9 @@ impl Summary {
             Body::Text(c) => t.push_str(c),
             Body::Stream(ranges) => {
                 let st = h.stream.borrow();
-                t.push_str(&crate::chunker::reassemble_ranges(ranges, |a, b, out| {
+                crate::chunker::reassemble_ranges_into(ranges, t, |a, b, out| {
                     st.lines_into(call, h, call.len(), a, b, out)
-                }));
+                });
             }
             Body::Rlm => {
                 for _ in 0..self.body {
@@ -302,7 +302,9 @@ fn compress(
                 (Body::Stream(ranges.into()), span, ctx_tokens)
             }
         } else {
-            let mut context = String::new();
+            // One buffer for every later step's context (History::context), kept at its size.
+            let mut context = std::mem::take(&mut *v.h.context.borrow_mut());
+            context.clear();
             let mut idx = 0;
             if let Some(sum) = &l.summary {
                 // The summary as list message 0 (`[0 Assistant]`, its text, the separator).
@@ -314,16 +316,17 @@ fn compress(
             for p in l.start..start {
                 idx += crate::render::message(&mut context, idx, v.call, v.h, p, v.len);
             }
-            if context.trim().is_empty() {
-                return None;
-            }
-            if rlm {
-                (Body::Rlm, Span::default(), estimate_tokens(&context))
+            let got = if context.trim().is_empty() {
+                None
+            } else if rlm {
+                Some((Body::Rlm, Span::default(), estimate_tokens(&context)))
             } else {
                 let (out, span) = crate::chunker::compress_measured(&context, cap);
                 // Only a background summary's size depends on the context's estimate.
-                (Body::Text(out.into()), span, 0)
-            }
+                Some((Body::Text(out.into()), span, 0))
+            };
+            *v.h.context.borrow_mut() = context;
+            got?
         };
     let toc = Toc {
         start: l.start,

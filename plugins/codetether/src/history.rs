@@ -91,6 +91,9 @@ pub(crate) struct History {
     fulfilled: FnvMap<Vec<u8>, ()>,
     /// The first cascade step's prefix, chunked incrementally (derive.rs `compress`).
     pub stream: RefCell<PrefixStream>,
+    /// The buffer a later cascade step renders its prefix into (derive.rs `compress`), reused
+    /// from call to call rather than grown again from empty.
+    pub context: RefCell<String>,
     /// The dedup markers CodeTether's list holds: position → (result ordinal, marker).
     pub dedup_markers: FnvMap<usize, Vec<(usize, String)>>,
     /// Dedup markers decided but not yet sent to the host as edits: (position, placeholder).
@@ -389,6 +392,7 @@ impl History {
             thinking_upto: 0,
             lingua_upto: 0,
             stream: RefCell::new(PrefixStream::default()),
+            context: RefCell::new(String::new()),
             dedup_markers: FnvMap::default(),
             placeholders: Deltas::default(),
             pending: FnvMap::default(),
