@@ -304,7 +304,7 @@ impl<'a> Context<'a> {
             views: Vec::with_capacity(n),
             prefix,
             pinned,
-            pairs: SpanTree::default(),
+            pairs: SpanTree::with_room(n),
             tool_arena: Vec::with_capacity(prepared.tool_parts(a)),
             parts: Vec::with_capacity(n),
             occurrences: Vec::new(),
@@ -1279,7 +1279,8 @@ fn insert_sorted(v: &mut VecDeque<u64>, key: u64) {
 }
 
 /// Min of `lo` and max of `hi` over position ranges (an iterative segment tree that grows by
-/// doubling), for the tool-pair check of a range in O(log n). Writes go to the leaves only and
+/// doubling, first allocated for the agent's messages), for the tool-pair check of a range in
+/// O(log n). Writes go to the leaves only and
 /// mark them; `settle` brings their ancestors up to date before a query. Only decisions that drop
 /// or summarize query, so a call that appends messages pays no tree walk.
 #[derive(Default)]
@@ -1287,8 +1288,12 @@ struct SpanTree {
     /// Leaves: `size..2*size`; `size` is a power of two (0 when empty).
     size: usize,
     len: usize,
-    lo: Vec<u64>,
+    /// `!lo`, so that both arrays are maxima whose empty value is 0: allocated zeroed, their
+    /// pages are not written until used.
+    nlo: Vec<u64>,
     hi: Vec<u64>,
+    /// Leaves the first allocation makes room for (the agent's messages).
+    room: usize,
     /// Leaves `[a, b)` whose ancestors are stale.
     stale: Option<(usize, usize)>,
 }
@@ -1301,14 +1306,21 @@ impl SpanTree {
         });
     }
 
+    fn with_room(room: usize) -> SpanTree {
+        SpanTree {
+            room,
+            ..SpanTree::default()
+        }
+    }
+
     fn push(&mut self, lo: u64, hi: u64) {
         if self.len == self.size {
-            let size = (self.size * 2).max(64);
-            let mut l = vec![u64::MAX; 2 * size];
+            let size = (self.size * 2).max(self.room.next_power_of_two()).max(64);
+            let mut l = vec![0; 2 * size];
             let mut h = vec![0; 2 * size];
-            l[size..size + self.len].copy_from_slice(&self.lo[self.size..self.size + self.len]);
+            l[size..size + self.len].copy_from_slice(&self.nlo[self.size..self.size + self.len]);
             h[size..size + self.len].copy_from_slice(&self.hi[self.size..self.size + self.len]);
-            (self.size, self.lo, self.hi) = (size, l, h);
+            (self.size, self.nlo, self.hi) = (size, l, h);
             self.mark(0, self.len);
         }
         let i = self.len;
@@ -1317,12 +1329,12 @@ impl SpanTree {
     }
 
     fn pull(&mut self, i: usize) {
-        self.lo[i] = self.lo[2 * i].min(self.lo[2 * i + 1]);
+        self.nlo[i] = self.nlo[2 * i].max(self.nlo[2 * i + 1]);
         self.hi[i] = self.hi[2 * i].max(self.hi[2 * i + 1]);
     }
 
     fn set(&mut self, i: usize, lo: u64, hi: u64) {
-        self.lo[self.size + i] = lo;
+        self.nlo[self.size + i] = !lo;
         self.hi[self.size + i] = hi;
         self.mark(i, i + 1);
     }
@@ -1332,7 +1344,7 @@ impl SpanTree {
         if n > self.size {
             // Cannot happen (edits never grow the context by more than they remove), but stay total.
             let all: Vec<(u64, u64)> = (0..n).map(&leaf).collect();
-            *self = SpanTree::default();
+            *self = SpanTree::with_room(self.room);
             for (l, h) in all {
                 self.push(l, h);
             }
@@ -1341,7 +1353,7 @@ impl SpanTree {
         let old = self.len;
         for i in p..old.max(n) {
             let (l, h) = if i < n { leaf(i) } else { (u64::MAX, 0) };
-            self.lo[self.size + i] = l;
+            self.nlo[self.size + i] = !l;
             self.hi[self.size + i] = h;
         }
         self.len = n;
@@ -1375,13 +1387,13 @@ impl SpanTree {
         let (mut l, mut r) = (s + self.size, e + self.size);
         while l < r {
             if l & 1 == 1 {
-                lo = lo.min(self.lo[l]);
+                lo = lo.min(!self.nlo[l]);
                 hi = hi.max(self.hi[l]);
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                lo = lo.min(self.lo[r]);
+                lo = lo.min(!self.nlo[r]);
                 hi = hi.max(self.hi[r]);
             }
             l /= 2;

@@ -532,7 +532,13 @@ impl<'s, 'o> Engine<'s, 'o> {
 
         // Persistent edits: pins/unpins first (positions unchanged), then content edits from the
         // last to the first so earlier positions stay valid.
-        let context_before = self.predict(a, fit, total);
+        // Only a compaction record uses the context before and after the call's edits; a call
+        // without persistent edits (most calls) makes none.
+        let context_before = if plan.edits.iter().any(|p| p.op.scope == Scope::Persistent) {
+            self.predict(a, fit, total)
+        } else {
+            0
+        };
         // Pairs a strategy separated on purpose (AllowSplit): measured like a recorded
         // compaction's, so the metric says what the modelled system sends.
         self.tally.violations(0, plan.split_pairs);
@@ -611,7 +617,11 @@ impl<'s, 'o> Engine<'s, 'o> {
                 trigger: None,
             });
         }
-        let context_after = predict_in(ctx, fit, ctx.total_tokens());
+        let context_after = if records.is_empty() {
+            0
+        } else {
+            predict_in(ctx, fit, ctx.total_tokens())
+        };
         for mut r in records.into_iter().rev() {
             r.context_after = context_after;
             self.tally.compaction(&r, price.as_ref().ok());

@@ -265,7 +265,14 @@ impl Tally {
             }
             Err(model) => {
                 m.cost.unpriced_calls += 1;
-                *self.unpriced.entry(model.to_string()).or_default() += 1;
+                // Looked up before a key is made: most unpriced calls repeat a model already
+                // counted.
+                match self.unpriced.get_mut(model) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.unpriced.insert(model.to_string(), 1);
+                    }
+                }
             }
         }
         let price = price.ok();
