@@ -844,6 +844,8 @@ struct FileState {
     slug: Option<String>,
     /// Some agent holds a compaction summary back (`AgentState::deferred`).
     deferring: bool,
+    /// The last model an entry named, and whether its thinking stays for the turn only.
+    retention: Option<(String, bool)>,
 }
 
 impl FileState {
@@ -860,6 +862,7 @@ impl FileState {
             cwd: None,
             slug: None,
             deferring: false,
+            retention: None,
         }
     }
 }
@@ -904,9 +907,19 @@ impl FileSink<'_> {
         let final_usage = m.stop_reason.is_some() && usage.is_some();
         let model = m.model.map(Cow::into_owned);
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
-        let turn_only = model
-            .as_deref()
-            .is_some_and(|m| thinking_retention(m) == ThinkingRetention::Turn);
+        // The entries of a file name one model or a few, one after another: the rule of the
+        // last one is kept.
+        let turn_only = match model.as_deref() {
+            None => false,
+            Some(m) => match &self.f.retention {
+                Some((last, turn)) if last == m => *turn,
+                _ => {
+                    let turn = thinking_retention(m) == ThinkingRetention::Turn;
+                    self.f.retention = Some((m.to_string(), turn));
+                    turn
+                }
+            },
+        };
         let state = self.f.agents.entry(agent).or_default();
         if let Some(id) = m.id.as_deref() {
             // A response's entries follow one another (tool results may come between them) and
@@ -1258,7 +1271,18 @@ impl FileSink<'_> {
 
 impl JsonSink for FileSink<'_> {
     fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()> {
-        let e: Entry<'_> = from_line(json)?;
+        self.parsed(from_line(json)?, pos)
+    }
+    fn entry_str(&mut self, json: &str, pos: SourcePos) -> serde_json::Result<()> {
+        self.parsed(serde_json::from_str(json)?, pos)
+    }
+    fn warn(&mut self, pos: SourcePos, message: String) {
+        self.warn_at(pos, message);
+    }
+}
+
+impl FileSink<'_> {
+    fn parsed(&mut self, e: Entry<'_>, pos: SourcePos) -> serde_json::Result<()> {
         if self.f.main {
             if let Some(id) = &e.session_id {
                 if self.f.session_id.as_deref() != Some(id) {
@@ -1333,7 +1357,7 @@ impl JsonSink for FileSink<'_> {
         Ok(())
     }
 
-    fn warn(&mut self, pos: SourcePos, message: String) {
+    fn warn_at(&mut self, pos: SourcePos, message: String) {
         self.s.warn(pos, message);
     }
 }

@@ -40,9 +40,26 @@ enum Numbering {
 #[derive(Default)]
 struct Track {
     /// The file's whole text as the log last showed it, when it can be known.
-    text: Option<String>,
+    text: Option<Text>,
     /// Order of the last successful Read, Edit or Write of it.
     last: usize,
+}
+
+/// A file's text: as such, or the Read result that lists it, whose line numbers are taken off
+/// only when the text is needed (an edit, a compaction): most listings are read again or never
+/// re-attached.
+enum Text {
+    Plain(String),
+    Listing(String),
+}
+
+impl Text {
+    fn into_plain(self) -> Option<String> {
+        match self {
+            Text::Plain(s) => Some(s),
+            Text::Listing(l) => strip_numbers(&l).map(|(t, _)| t),
+        }
+    }
 }
 
 /// What a compaction re-attached, as the texts of injected messages; the paths the log does not
@@ -113,6 +130,24 @@ fn strip_numbers(content: &str) -> Option<(String, Numbering)> {
     style.map(|s| (out, s))
 }
 
+/// The numbering of a Read result's first line (`strip_numbers`'s style, without the text).
+fn listing_style(content: &str) -> Option<Numbering> {
+    let first = content.split('\n').next().unwrap_or("");
+    let t = first.trim_start_matches(' ');
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = &t[digits..];
+    if rest.starts_with('→') {
+        Some(Numbering::Arrow)
+    } else if rest.starts_with('\t') {
+        Some(Numbering::Tab)
+    } else {
+        None
+    }
+}
+
 fn number(text: &str, style: Numbering) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
     for (i, line) in text.split('\n').enumerate() {
@@ -120,12 +155,37 @@ fn number(text: &str, style: Numbering) -> String {
             out.push('\n');
         }
         match style {
-            Numbering::Arrow => out.push_str(&format!("{:>6}→", i + 1)),
-            Numbering::Tab => out.push_str(&format!("{}\t", i + 1)),
+            Numbering::Arrow => {
+                push_decimal(&mut out, i + 1, 6);
+                out.push('→');
+            }
+            Numbering::Tab => {
+                push_decimal(&mut out, i + 1, 0);
+                out.push('\t');
+            }
         }
         out.push_str(line);
     }
     out
+}
+
+/// `n` in decimal, right-aligned in `width` with spaces (`format!("{n:>width$}")`, with no
+/// string made per line).
+fn push_decimal(out: &mut String, n: usize, width: usize) {
+    let mut buf = [0u8; 20];
+    let (mut i, mut n) = (buf.len(), n);
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in buf.len() - i..width {
+        out.push(' ');
+    }
+    out.extend(buf[i..].iter().map(|&d| d as char));
 }
 
 fn reminder(t: &str) -> String {
@@ -136,14 +196,20 @@ fn reminder(t: &str) -> String {
 fn apply(text: &str, e: &serde_json::Value) -> Option<String> {
     let old = e.get("old_string")?.as_str()?;
     let new = e.get("new_string")?.as_str()?;
-    if old.is_empty() || !text.contains(old) {
+    if old.is_empty() {
         return None;
     }
+    let at = text.find(old)?;
     let all = e.get("replace_all").and_then(|v| v.as_bool()) == Some(true);
     Some(if all {
         text.replace(old, new)
     } else {
-        text.replacen(old, new, 1)
+        // `replacen(old, new, 1)`, from where the look-up found it.
+        let mut s = String::with_capacity(text.len() - old.len() + new.len());
+        s.push_str(&text[..at]);
+        s.push_str(new);
+        s.push_str(&text[at + old.len()..]);
+        s
     })
 }
 
@@ -195,7 +261,7 @@ impl Files {
                         if let Some(text) = exit_plan_text(name, args) {
                             self.order += 1;
                             self.plan = Track {
-                                text: Some(text),
+                                text: Some(Text::Plain(text)),
                                 last: self.order,
                             };
                         }
@@ -252,8 +318,8 @@ impl Files {
             "Read" => {
                 let whole = input.get("offset").is_none() && input.get("limit").is_none();
                 if whole {
-                    if let Some((text, s)) = strip_numbers(content) {
-                        t.text = Some(text);
+                    if let Some(s) = listing_style(content) {
+                        t.text = Some(Text::Listing(content.to_string()));
                         self.style = Some(s);
                     } else {
                         // An image, a notebook, an empty file: not a text listing.
@@ -268,17 +334,29 @@ impl Files {
                 t.text = input
                     .get("content")
                     .and_then(|v| v.as_str())
-                    .map(String::from);
+                    .map(|c| Text::Plain(c.to_string()));
             }
-            "Edit" => t.text = t.text.as_deref().and_then(|s| apply(s, input)),
+            "Edit" => {
+                t.text = t
+                    .text
+                    .take()
+                    .and_then(Text::into_plain)
+                    .and_then(|s| apply(&s, input))
+                    .map(Text::Plain)
+            }
             _ => {
                 let edits = input.get("edits").and_then(|v| v.as_array());
-                t.text = t.text.take().and_then(|mut s| {
-                    for e in edits.into_iter().flatten() {
-                        s = apply(&s, e)?;
-                    }
-                    Some(s)
-                });
+                t.text = t
+                    .text
+                    .take()
+                    .and_then(Text::into_plain)
+                    .and_then(|mut s| {
+                        for e in edits.into_iter().flatten() {
+                            s = apply(&s, e)?;
+                        }
+                        Some(s)
+                    })
+                    .map(Text::Plain);
             }
         }
     }
@@ -304,21 +382,42 @@ impl Files {
             .collect();
         recent.sort_by_key(|(_, t)| std::cmp::Reverse(t.last));
         recent.truncate(MAX_FILES);
+        let recent: Vec<String> = recent.into_iter().map(|(p, _)| p.clone()).collect();
         let style = self.style.unwrap_or(Numbering::Tab);
         let plan_path = self.plan_name.as_deref().map(|name| {
             self.plan_path
                 .clone()
                 .unwrap_or_else(|| default_plan_path(name, self.files.keys()))
         });
+        if let Some(Text::Listing(_)) = self.plan.text {
+            self.plan.text = self
+                .plan
+                .text
+                .take()
+                .and_then(Text::into_plain)
+                .map(Text::Plain);
+        }
+        let plan = self.plan.text.as_ref().map(|t| match t {
+            Text::Plain(s) | Text::Listing(s) => s.clone(),
+        });
         let mut out = Restored {
             texts: Vec::new(),
             unknown: Vec::new(),
-            plan: plan_path.as_ref().and(self.plan.text.clone()),
+            plan: plan_path.as_ref().and(plan),
             plan_path,
             plan_seen: self.plan_seen,
         };
-        for (path, t) in recent {
-            match &t.text {
+        for path in recent {
+            let Some(t) = self.files.get_mut(&path) else {
+                continue;
+            };
+            // A listing's numbers come off once; the file's text stays for later compactions.
+            if let Some(Text::Listing(_)) = t.text {
+                t.text = t.text.take().and_then(Text::into_plain).map(Text::Plain);
+            }
+            match t.text.as_ref().map(|t| match t {
+                Text::Plain(s) | Text::Listing(s) => s,
+            }) {
                 Some(text) if text.len() / 4 <= MAX_FILE_TOKENS => {
                     let input = serde_json::json!({ "file_path": path });
                     out.texts.push(format!(
@@ -335,7 +434,7 @@ impl Files {
                 Some(_) => out.texts.push(reminder(&format!(
                     "Note: {path} was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."
                 ))),
-                None => out.unknown.push(path.clone()),
+                None => out.unknown.push(path),
             }
         }
         out
@@ -354,5 +453,30 @@ mod tests {
         let (t, s) = strip_numbers("1\tx\n2\ty").unwrap();
         assert_eq!((t.as_str(), s), ("x\ny", Numbering::Tab));
         assert!(strip_numbers("no listing").is_none());
+    }
+
+    #[test]
+    fn numbers_as_format_writes_them() {
+        for n in [1, 9, 10, 99_999, 999_999, 1_000_000, 12_345_678] {
+            let (mut a, mut t) = (String::new(), String::new());
+            push_decimal(&mut a, n, 6);
+            push_decimal(&mut t, n, 0);
+            assert_eq!(a, format!("{n:>6}"));
+            assert_eq!(t, format!("{n}"));
+        }
+    }
+
+    #[test]
+    fn a_listing_style_is_its_first_line() {
+        for c in [
+            "     1→a\n     2→  b\n\nx",
+            "1\tx\n2\ty",
+            "no listing",
+            "",
+            "12",
+            "  7\tq",
+        ] {
+            assert_eq!(listing_style(c), strip_numbers(c).map(|(_, s)| s), "{c:?}");
+        }
     }
 }

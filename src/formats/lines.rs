@@ -163,6 +163,11 @@ pub(crate) trait JsonSink {
     /// Handle one JSON object (the bytes of exactly one value). A serde error means "not the
     /// entry this format expects"; the driver turns it into a warning with the line number.
     fn entry(&mut self, json: &[u8], pos: SourcePos) -> serde_json::Result<()>;
+    /// `entry` of a line `feed_line` has already checked to be UTF-8 (every line is checked once
+    /// there): a sink that parses with `serde_json::from_str` saves checking it again.
+    fn entry_str(&mut self, json: &str, pos: SourcePos) -> serde_json::Result<()> {
+        self.entry(json.as_bytes(), pos)
+    }
     fn warn(&mut self, pos: SourcePos, message: String);
 }
 
@@ -205,15 +210,15 @@ pub(crate) fn feed_line(line: &[u8], pos: SourcePos, what: &str, sink: &mut impl
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return;
     }
-    if std::str::from_utf8(line).is_err() {
+    let Ok(text) = std::str::from_utf8(line) else {
         let fixed = String::from_utf8_lossy(line).into_owned();
         sink.warn(pos, super::utf8::message(1));
-        if let Err(e) = sink.entry(fixed.as_bytes(), pos) {
+        if let Err(e) = sink.entry_str(&fixed, pos) {
             recover(fixed.as_bytes(), e, pos, what, sink);
         }
         return;
-    }
-    if let Err(e) = sink.entry(line, pos) {
+    };
+    if let Err(e) = sink.entry_str(text, pos) {
         recover(line, e, pos, what, sink);
     }
 }

@@ -22,9 +22,9 @@
 //!
 //! Warnings name the message's file and line; past `MAX_LISTED` of one kind, a count.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::model::{Message, MsgIdx, Part, Role, Session, SourcePos};
 
@@ -44,7 +44,7 @@ struct Open {
 /// Role and tool ids of a message with tool parts, hashed: a message sent again hashes alike
 /// (equal parts are then checked on a match only, so long results are not hashed).
 fn ids_hash(m: &Message) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FxHasher::default();
     m.role.as_str().hash(&mut h);
     for p in &m.parts {
         match p {
@@ -134,7 +134,8 @@ pub(crate) fn check(s: &mut Session) -> Checked {
         warnings_before: s.warnings.len(),
     };
     let renamed = &mut done.renamed;
-    let mut open: HashMap<(usize, String), Open> = HashMap::new();
+    // Per agent, by id: looked up by the part's id, with no key made for the look-up.
+    let mut open: Vec<HashMap<String, Open>> = Vec::new();
     let mut warns: Vec<(SourcePos, String)> = Vec::new();
     let (mut repeats, mut orphans) = (Listed::default(), Listed::default());
     // Where an agent's context is rebuilt from what the log holds next.
@@ -147,8 +148,8 @@ pub(crate) fn check(s: &mut Session) -> Checked {
     let mut next_rebuilt = 0;
     // Per agent: whether it is in the messages sent again right after such a boundary, and its
     // messages with tool parts so far by role and ids (the first of equal ones).
-    let mut resending: HashMap<usize, bool> = HashMap::new();
-    let mut seen: HashMap<(usize, u64), MsgIdx> = HashMap::new();
+    let mut resending: HashMap<usize, bool> = HashMap::default();
+    let mut seen: HashMap<(usize, u64), MsgIdx> = HashMap::default();
     for mi in 0..s.messages.len() {
         let (agent, pos) = (s.messages[mi].agent, s.messages[mi].source);
         while next_rebuilt < rebuilt.len() && rebuilt[next_rebuilt].0 <= mi {
@@ -194,10 +195,14 @@ pub(crate) fn check(s: &mut Session) -> Checked {
         }
         // A message of its own: what follows is the log going on, no longer sent again.
         resending.insert(agent, false);
+        if open.len() <= agent {
+            open.resize_with(agent + 1, HashMap::default);
+        }
+        let open = &mut open[agent];
         for (pi, p) in s.messages[mi].parts.iter_mut().enumerate() {
             match p {
                 Part::ToolCall { id, .. } if !id.is_empty() => {
-                    match open.get_mut(&(agent, id.clone())) {
+                    match open.get_mut(id.as_str()) {
                         // The same call written twice before its result (a response written
                         // in pieces, a retried request): one call.
                         Some(o) if !o.answered => rename(id, &o.current, (mi, pi), renamed),
@@ -218,7 +223,7 @@ pub(crate) fn check(s: &mut Session) -> Checked {
                         }
                         None => {
                             open.insert(
-                                (agent, id.clone()),
+                                id.clone(),
                                 Open {
                                     current: id.clone(),
                                     repeats: 0,
@@ -231,7 +236,7 @@ pub(crate) fn check(s: &mut Session) -> Checked {
                     }
                 }
                 Part::ToolResult { call_id, .. } if !call_id.is_empty() => {
-                    match open.get_mut(&(agent, call_id.clone())) {
+                    match open.get_mut(call_id.as_str()) {
                         Some(o) => {
                             o.answered = true;
                             rename(call_id, &o.current, (mi, pi), renamed);
@@ -289,11 +294,15 @@ pub(crate) fn check(s: &mut Session) -> Checked {
         let next = r.partition_point(|&i| i <= msg);
         answers[agent] && r.get(next).is_some_and(|&i| i < end)
     };
-    let mut unanswered: HashMap<usize, (usize, usize, String)> = HashMap::new();
-    for ((agent, _), o) in &open {
-        if !o.answered && went_on(*agent, o.msg) {
+    let mut unanswered: HashMap<usize, (usize, usize, String)> = HashMap::default();
+    for (agent, o) in open
+        .iter()
+        .enumerate()
+        .flat_map(|(a, calls)| calls.values().map(move |o| (a, o)))
+    {
+        if !o.answered && went_on(agent, o.msg) {
             let e = unanswered
-                .entry(*agent)
+                .entry(agent)
                 .or_insert((0, usize::MAX, String::new()));
             e.0 += 1;
             if o.msg < e.1 {
