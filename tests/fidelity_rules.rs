@@ -53,6 +53,28 @@ fn cc_assistant(uuid: &str, model: &str, id: &str, block: &str, stop: &str, usag
     )
 }
 
+/// A `compact_boundary` entry (uuid `b1`, at 22:10); `meta` is its `compactMetadata` (JSON).
+fn cc_boundary(meta: &str) -> String {
+    format!(
+        r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{meta}}}"#
+    )
+}
+
+/// The compaction summary (uuid `s1`) written at `ts`.
+fn cc_summary(ts: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"{ts}","message":{{"role":"user","content":{}}}}}"#,
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+/// An `attachment` entry; `body` is the attachment object (JSON).
+fn cc_attachment(uuid: &str, body: &str) -> String {
+    format!(
+        r#"{{"type":"attachment","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:03.000Z","attachment":{body}}}"#
+    )
+}
+
 fn usage(input: u64, read: u64, write: u64, out: u64) -> String {
     format!(
         r#"{{"input_tokens":{input},"cache_read_input_tokens":{read},"cache_creation_input_tokens":{write},"output_tokens":{out}}}"#
@@ -237,11 +259,6 @@ fn claude_code_thinking_retention_per_model_family() {
 /// its fixed text; attachments the model never sees add nothing.
 #[test]
 fn claude_code_attachments_are_injected_messages() {
-    let attachment = |uuid: &str, body: &str| {
-        format!(
-            r#"{{"type":"attachment","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:03.000Z","attachment":{body}}}"#
-        )
-    };
     let s = load(
         "attachments.jsonl",
         &[
@@ -254,19 +271,19 @@ fn claude_code_attachments_are_injected_messages() {
                 r#""end_turn""#,
                 &usage(3, 0, 5000, 5),
             ),
-            attachment(
+            cc_attachment(
                 "t1",
                 r#"{"type":"queued_command","prompt":"<task-notification>build finished: 3 warnings in src/lib.rs</task-notification>","commandMode":"task-notification"}"#,
             ),
-            attachment(
+            cc_attachment(
                 "t2",
                 r#"{"type":"task_reminder","content":[{"id":"6","subject":"Fix the warnings","status":"in_progress","description":"long text the reminder does not show"}],"itemCount":1}"#,
             ),
-            attachment(
+            cc_attachment(
                 "t3",
                 r#"{"type":"hook_system_message","content":"shown to the user only"}"#,
             ),
-            attachment("t4", r#"{"type":"command_permissions","allowedTools":[]}"#),
+            cc_attachment("t4", r#"{"type":"command_permissions","allowedTools":[]}"#),
             cc_assistant(
                 "a2",
                 "claude-opus-4-7",
@@ -349,12 +366,10 @@ fn claude_code_tool_schemas_loaded_on_demand() {
                 r#""end_turn""#,
                 &usage(3, 5000, 2700, 4),
             ),
-            format!(
-                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"manual","preTokens":7700,"preCompactDiscoveredTools":["TaskCreate","TaskList"]}}}}"#
+            cc_boundary(
+                r#"{"trigger":"manual","preTokens":7700,"preCompactDiscoveredTools":["TaskCreate","TaskList"]}"#,
             ),
-            format!(
-                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:01.000Z","message":{{"role":"user","content":"Summary: tasks are tracked."}}}}"#
-            ),
+            cc_summary("2026-04-26T22:10:01.000Z", "Summary: tasks are tracked."),
             cc_user("u3", "next"),
             cc_assistant(
                 "a3",
@@ -490,20 +505,15 @@ fn codex_images_in_tool_output() {
 /// re-attach is only named.
 #[test]
 fn claude_code_file_attachments_are_sent_as_read_results() {
-    let attachment = |uuid: &str, body: &str| {
-        format!(
-            r#"{{"type":"attachment","sessionId":"{SID}","uuid":"{uuid}","timestamp":"2026-04-26T22:00:03.000Z","attachment":{body}}}"#
-        )
-    };
     let s = load(
         "file-attachments.jsonl",
         &[
             cc_user("u1", "go on"),
-            attachment(
+            cc_attachment(
                 "f1",
                 r#"{"type":"file","filename":"/w/app.py","content":{"type":"text","file":{"filePath":"/w/app.py","content":"import os\nprint(os.getcwd())\n","numLines":2,"startLine":7,"totalLines":8}},"displayPath":"app.py"}"#,
             ),
-            attachment(
+            cc_attachment(
                 "f2",
                 r#"{"type":"compact_file_reference","filename":"/w/big.py","displayPath":"big.py"}"#,
             ),
@@ -860,6 +870,19 @@ fn ma_event(raw: serde_json::Value) -> String {
         .to_string()
 }
 
+fn ma_request_start(id: &str) -> String {
+    ma_event(serde_json::json!({"type": "span.model_request_start", "id": id}))
+}
+
+/// The end of model request `start` with its usage.
+fn ma_request_end(start: &str, input: u64, write: u64, read: u64, output: u64) -> String {
+    ma_event(
+        serde_json::json!({"type": "span.model_request_end", "model_request_start_id": start,
+        "model_usage": {"input_tokens": input, "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read, "output_tokens": output}}),
+    )
+}
+
 /// A managed-agent web search returns nested `search_result` blocks (title, source, text
 /// blocks): all of it is read. A reply whose thinking shows as an empty event weighs its
 /// recorded output.
@@ -870,28 +893,22 @@ fn managed_agents_search_results_and_reply_sizes() {
         ma_event(
             serde_json::json!({"type": "user.message", "content": [{"type": "text", "text": "find the paper"}]}),
         ),
-        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s1"})),
+        ma_request_start("s1"),
         ma_event(serde_json::json!({"type": "agent.thinking"})),
         ma_event(
             serde_json::json!({"type": "agent.tool_use", "id": "t1", "name": "web_search", "input": {"query": "paper"}}),
         ),
-        ma_event(
-            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s1",
-            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0, "output_tokens": 700}}),
-        ),
+        ma_request_end("s1", 2, 5000, 0, 700),
         ma_event(
             serde_json::json!({"type": "agent.tool_result", "tool_use_id": "t1", "content": [
             {"type": "search_result", "title": "The paper", "source": "https://example.org/p",
              "content": [{"type": "text", "text": snippet}]}]}),
         ),
-        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s2"})),
+        ma_request_start("s2"),
         ma_event(
             serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "found"}]}),
         ),
-        ma_event(
-            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s2",
-            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 5000, "output_tokens": 5}}),
-        ),
+        ma_request_end("s2", 2, 1200, 5000, 5),
     ];
     let s = load("transcript.jsonl", &lines);
     assert_eq!(s.calls.len(), 2);
@@ -919,40 +936,31 @@ fn managed_agents_rubric_grader_feedback_and_images() {
             serde_json::json!({"type": "user.define_outcome", "description": "audit the paper",
             "rubric": {"type": "text", "content": rubric}}),
         ),
-        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s1"})),
+        ma_request_start("s1"),
         ma_event(
             serde_json::json!({"type": "agent.tool_use", "id": "t1", "name": "read",
             "input": {"file_path": "/w/fig.png"}}),
         ),
-        ma_event(
-            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s1",
-            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0, "output_tokens": 60}}),
-        ),
+        ma_request_end("s1", 2, 5000, 0, 60),
         ma_event(
             serde_json::json!({"type": "agent.tool_result", "tool_use_id": "t1", "content": [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]}),
         ),
-        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s2"})),
+        ma_request_start("s2"),
         ma_event(
             serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "done"}]}),
         ),
-        ma_event(
-            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s2",
-            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 1300, "cache_read_input_tokens": 5000, "output_tokens": 5}}),
-        ),
+        ma_request_end("s2", 2, 1300, 5000, 5),
         ma_event(serde_json::json!({"type": "span.outcome_evaluation_start", "iteration": 0})),
         ma_event(
             serde_json::json!({"type": "span.outcome_evaluation_end", "iteration": 0,
             "result": "satisfied", "explanation": feedback}),
         ),
-        ma_event(serde_json::json!({"type": "span.model_request_start", "id": "s3"})),
+        ma_request_start("s3"),
         ma_event(
             serde_json::json!({"type": "agent.message", "content": [{"type": "text", "text": "fixing"}]}),
         ),
-        ma_event(
-            serde_json::json!({"type": "span.model_request_end", "model_request_start_id": "s3",
-            "model_usage": {"input_tokens": 2, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 6300, "output_tokens": 5}}),
-        ),
+        ma_request_end("s3", 2, 200, 6300, 5),
     ];
     let s = load("transcript.jsonl", &lines);
     assert_eq!(s.calls.len(), 3);
@@ -1102,12 +1110,8 @@ fn claude_code_rebuilds_the_files_a_compaction_re_attached() {
                 r#"{"file_path":"/h/.claude/plans/p.md"}"#,
             ),
             cc_tool_result("r5", "t5", r#""     1→# Plan""#),
-            format!(
-                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"auto","preTokens":9000}}}}"#
-            ),
-            format!(
-                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:01.000Z","message":{{"role":"user","content":"Summary."}}}}"#
-            ),
+            cc_boundary(r#"{"trigger":"auto","preTokens":9000}"#),
+            cc_summary("2026-04-26T22:10:01.000Z", "Summary."),
         ];
         v.extend_from_slice(tail);
         v.push(cc_assistant(
@@ -1396,12 +1400,10 @@ fn claude_code_precomputed_compaction_sends_the_kept_call_uncompacted() {
                 &usage(3, 0, 400, 20),
             ),
             cc_tool_result("r1", "toolu_1", r#""src/main.rs""#),
-            format!(
-                r#"{{"type":"system","subtype":"compact_boundary","sessionId":"{SID}","uuid":"b1","parentUuid":null,"timestamp":"2026-04-26T22:10:00.000Z","compactMetadata":{{"trigger":"auto","preTokens":9000,"preservedSegment":{{"headUuid":"a2","anchorUuid":"s1","tailUuid":"a2"}},"preservedMessages":{{"anchorUuid":"s1","uuids":["a2"],"allUuids":["a2"]}}}}}}"#
+            cc_boundary(
+                r#"{"trigger":"auto","preTokens":9000,"preservedSegment":{"headUuid":"a2","anchorUuid":"s1","tailUuid":"a2"},"preservedMessages":{"anchorUuid":"s1","uuids":["a2"],"allUuids":["a2"]}}"#,
             ),
-            format!(
-                r#"{{"type":"user","sessionId":"{SID}","uuid":"s1","isCompactSummary":true,"timestamp":"2026-04-26T22:10:00.500Z","message":{{"role":"user","content":"Summary."}}}}"#
-            ),
+            cc_summary("2026-04-26T22:10:00.500Z", "Summary."),
             // Sent at 22:09, before the boundary: the pre-compaction context.
             at(
                 "a2",
