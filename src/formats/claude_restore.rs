@@ -20,6 +20,8 @@
 //! Looks at each of the agent's messages once, when a compaction first needs them (`Files`):
 //! no cost while reading a log without compactions, linear in a log with many.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{Message, Part, Role};
@@ -39,8 +41,12 @@ enum Numbering {
 
 #[derive(Default)]
 struct Track {
-    /// The file's whole text as the log last showed it, when it can be known.
+    /// The file's whole text as the log last showed it, when it can be known, before `edits`.
     text: Option<Text>,
+    /// The inputs of the Edit (`false`) and MultiEdit (`true`) calls made to `text` since, applied
+    /// when the text is needed (`settle`): most edited files are read or written again, or
+    /// never re-attached, before a compaction needs them.
+    edits: Vec<(bool, Arc<serde_json::Value>)>,
     /// Order of the last successful Read, Edit or Write of it.
     last: usize,
 }
@@ -51,6 +57,40 @@ struct Track {
 enum Text {
     Plain(String),
     Listing(String),
+}
+
+impl Track {
+    /// The text with its listing's numbers off and its edits applied.
+    fn settle(&mut self) -> Option<&str> {
+        if !self.edits.is_empty() || matches!(self.text, Some(Text::Listing(_))) {
+            let mut text = self.text.take().and_then(Text::into_plain);
+            for (multi, input) in self.edits.drain(..) {
+                text = text.and_then(|s| apply_input(s, multi, &input));
+            }
+            self.text = text.map(Text::Plain);
+        }
+        self.text.as_ref().map(|t| match t {
+            Text::Plain(s) | Text::Listing(s) => s.as_str(),
+        })
+    }
+
+    fn set(&mut self, text: Option<Text>) {
+        self.text = text;
+        self.edits.clear();
+    }
+}
+
+/// An Edit's or a MultiEdit's input applied to `text`; `None` when one of its old texts is not
+/// in it.
+fn apply_input(mut text: String, multi: bool, input: &serde_json::Value) -> Option<String> {
+    if !multi {
+        return apply(&text, input);
+    }
+    let edits = input.get("edits").and_then(|v| v.as_array());
+    for e in edits.into_iter().flatten() {
+        text = apply(&text, e)?;
+    }
+    Some(text)
 }
 
 impl Text {
@@ -222,7 +262,7 @@ pub(crate) struct Files {
     /// Messages `..scanned` are taken in.
     scanned: usize,
     /// Read / Edit / Write / MultiEdit calls waiting for their result: (name, input).
-    calls: HashMap<String, (&'static str, serde_json::Value)>,
+    calls: HashMap<String, (&'static str, Arc<serde_json::Value>)>,
     files: HashMap<String, Track>,
     /// Where the last whole Read of each file was (message index): a kept tail that shows it is
     /// not re-attached.
@@ -262,6 +302,7 @@ impl Files {
                             self.order += 1;
                             self.plan = Track {
                                 text: Some(Text::Plain(text)),
+                                edits: Vec::new(),
                                 last: self.order,
                             };
                         }
@@ -275,7 +316,7 @@ impl Files {
                             _ => continue,
                         };
                         if let Ok(v) = serde_json::from_str::<serde_json::Value>(args) {
-                            self.calls.insert(id.clone(), (name, v));
+                            self.calls.insert(id.clone(), (name, Arc::new(v)));
                         }
                     }
                     Part::ToolResult {
@@ -319,11 +360,11 @@ impl Files {
                 let whole = input.get("offset").is_none() && input.get("limit").is_none();
                 if whole {
                     if let Some(s) = listing_style(content) {
-                        t.text = Some(Text::Listing(content.to_string()));
+                        t.set(Some(Text::Listing(content.to_string())));
                         self.style = Some(s);
                     } else {
                         // An image, a notebook, an empty file: not a text listing.
-                        t.text = None;
+                        t.set(None);
                     }
                 }
                 if !is_plan {
@@ -331,33 +372,17 @@ impl Files {
                 }
             }
             "Write" => {
-                t.text = input
-                    .get("content")
-                    .and_then(|v| v.as_str())
-                    .map(|c| Text::Plain(c.to_string()));
+                t.set(
+                    input
+                        .get("content")
+                        .and_then(|v| v.as_str())
+                        .map(|c| Text::Plain(c.to_string())),
+                );
             }
-            "Edit" => {
-                t.text = t
-                    .text
-                    .take()
-                    .and_then(Text::into_plain)
-                    .and_then(|s| apply(&s, input))
-                    .map(Text::Plain)
-            }
-            _ => {
-                let edits = input.get("edits").and_then(|v| v.as_array());
-                t.text = t
-                    .text
-                    .take()
-                    .and_then(Text::into_plain)
-                    .and_then(|mut s| {
-                        for e in edits.into_iter().flatten() {
-                            s = apply(&s, e)?;
-                        }
-                        Some(s)
-                    })
-                    .map(Text::Plain);
-            }
+            // An unknown text stays unknown; a known one takes the edit when it is needed.
+            _ if t.text.is_none() => {}
+            "Edit" => t.edits.push((false, input.clone())),
+            _ => t.edits.push((true, input.clone())),
         }
     }
 
@@ -389,17 +414,7 @@ impl Files {
                 .clone()
                 .unwrap_or_else(|| default_plan_path(name, self.files.keys()))
         });
-        if let Some(Text::Listing(_)) = self.plan.text {
-            self.plan.text = self
-                .plan
-                .text
-                .take()
-                .and_then(Text::into_plain)
-                .map(Text::Plain);
-        }
-        let plan = self.plan.text.as_ref().map(|t| match t {
-            Text::Plain(s) | Text::Listing(s) => s.clone(),
-        });
+        let plan = self.plan.settle().map(String::from);
         let mut out = Restored {
             texts: Vec::new(),
             unknown: Vec::new(),
@@ -411,13 +426,9 @@ impl Files {
             let Some(t) = self.files.get_mut(&path) else {
                 continue;
             };
-            // A listing's numbers come off once; the file's text stays for later compactions.
-            if let Some(Text::Listing(_)) = t.text {
-                t.text = t.text.take().and_then(Text::into_plain).map(Text::Plain);
-            }
-            match t.text.as_ref().map(|t| match t {
-                Text::Plain(s) | Text::Listing(s) => s,
-            }) {
+            // A listing's numbers come off and its edits apply once; the file's text stays for
+            // later compactions.
+            match t.settle() {
                 Some(text) if text.len() / 4 <= MAX_FILE_TOKENS => {
                     let input = serde_json::json!({ "file_path": path });
                     out.texts.push(format!(
