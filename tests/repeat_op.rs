@@ -208,3 +208,17 @@ fn a_repeat_is_a_this_call_op() {
         .to_string();
     assert!(err.contains("past the context"), "{err}");
 }
+
+#[test]
+fn a_repeated_edit_follows_its_message_after_a_persistent_drop_before_it() {
+    // Call 1 masks the result at 6 for this call and drops messages 0..5 for good: the masked
+    // result is at 1 from then on, and call 2's repeat makes its edit again there.
+    let drop = op(OpKind::Drop, Scope::Persistent, 0, 5);
+    let first = vec![drop, mask("[masked]", 6)];
+    let a = replay(&[vec![], first.clone(), vec![repeat(0, 6)]]).unwrap();
+    let b = replay(&[vec![], first.clone(), vec![mask("[masked]", 1)]]).unwrap();
+    assert_eq!(outcome(&a), outcome(&b));
+    // Against nothing repeated, the repeat really sends the edit.
+    let c = replay(&[vec![], first, vec![]]).unwrap();
+    assert!(a.samples[2].input_tokens < c.samples[2].input_tokens);
+}

@@ -137,6 +137,10 @@ pub(crate) struct Context<'a> {
     /// entry forgets its own. `standing_spare` is the previous list, kept for its memory.
     standing: Vec<Standing>,
     standing_spare: Vec<Standing>,
+    /// Σ over `standing` of each message's tokens now, of its edit's, and of what the edit takes
+    /// off (at least 0 each): a decision that repeats most of them is measured from these, less
+    /// the few it does not repeat.
+    standing_sums: (u64, u64, u64),
     /// The agent's requests so far and whether its last message was from the assistant.
     pub requests: u32,
     awaiting_request: bool,
@@ -155,13 +159,37 @@ pub(crate) struct Context<'a> {
 /// One message's this-call edit in the agent's last decision (`Context::standing`).
 struct Standing {
     key: u64,
-    /// Its position then (still its position while the context has only grown).
+    /// Its position (kept up to date by `Context::apply`).
     pos: usize,
     /// Its text; moved (not shared again) into the next list when the next decision repeats
     /// it, so a repeated edit never touches the text's reference count (a cache miss each, a
     /// thousand a call for LibreChat at a 200K window).
-    text: Option<Rc<str>>,
+    text: Rc<str>,
     tokens: u64,
+    /// The message's tokens now (kept up to date by `Context::drop_transient`).
+    before: u64,
+}
+
+impl Standing {
+    fn sums(&self) -> (u64, u64, u64) {
+        (
+            self.before,
+            self.tokens,
+            self.before.saturating_sub(self.tokens),
+        )
+    }
+}
+
+fn add3(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
+    (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+}
+
+fn sub3(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
+    (
+        a.0.saturating_sub(b.0),
+        a.1.saturating_sub(b.1),
+        a.2.saturating_sub(b.2),
+    )
 }
 
 /// Edits remembered per entry (`Context::edited`).
@@ -315,6 +343,7 @@ impl<'a> Context<'a> {
             edits: RefCell::default(),
             standing: Vec::new(),
             standing_spare: Vec::new(),
+            standing_sums: (0, 0, 0),
             requests: 0,
             awaiting_request: true,
             assistant_turns: 0,
@@ -366,6 +395,14 @@ impl<'a> Context<'a> {
             e.known_view = view;
             self.views[p].tokens -= dv;
             first = first.min(p);
+            // A standing edit of it repeats on the message as it is now.
+            let key = self.entries[p].key;
+            if let Ok(k) = self.standing.binary_search_by_key(&key, |x| x.key) {
+                let x = &mut self.standing[k];
+                let old = x.sums();
+                x.before -= dv;
+                self.standing_sums = add3(sub3(self.standing_sums, old), x.sums());
+            }
         }
         if first != usize::MAX {
             self.rebuild_from(first);
@@ -680,9 +717,37 @@ impl<'a> Context<'a> {
                 let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
                 let a = self.standing.partition_point(|x| x.key < k0);
                 let b = self.standing.partition_point(|x| x.key <= k1);
-                self.standing.drain(a..b);
+                for x in self.standing.drain(a..b) {
+                    self.standing_sums = sub3(self.standing_sums, x.sums());
+                }
             }
         }
+        let len_before = self.len();
+        let k_end = (s < e).then(|| self.entries[e - 1].key);
+        self.apply_edit(s, e, edit, next_id, facts);
+        // The standing edits after the range move with it.
+        if let Some(k1) = k_end {
+            if self.len() != len_before && !self.standing.is_empty() {
+                let (grown, shrunk) = (
+                    self.len().saturating_sub(len_before),
+                    len_before.saturating_sub(self.len()),
+                );
+                let a = self.standing.partition_point(|x| x.key <= k1);
+                for x in &mut self.standing[a..] {
+                    x.pos = (x.pos + grown).saturating_sub(shrunk);
+                }
+            }
+        }
+    }
+
+    fn apply_edit(
+        &mut self,
+        s: usize,
+        e: usize,
+        edit: Replacement,
+        next_id: &mut u64,
+        facts: &mut Facts<'_>,
+    ) {
         match edit {
             Replacement::Flags { set, clear } => {
                 for v in &mut self.views[s..e] {
@@ -1043,41 +1108,56 @@ impl<'a> Context<'a> {
         unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(t.ptr, t.len)) }
     }
 
-    /// The this-call content edits the agent's last decision made to positions `[s, e)`, as
-    /// (position, index in the list of those edits, tokens), in order (ABI 1.7 `Repeat`); the
-    /// index is a [`Repeated::at`] ([`Context::repeated_text`]).
-    pub(crate) fn standing_in(
-        &self,
-        s: usize,
-        e: usize,
-    ) -> impl Iterator<Item = (usize, usize, u64)> + '_ {
-        let (k0, k1) = if s < e && e <= self.entries.len() {
-            (self.entries[s].key, self.entries[e - 1].key)
-        } else {
-            (1, 0)
-        };
-        let from = self.standing.partition_point(|x| x.key < k0);
-        self.standing[from..]
-            .iter()
-            .enumerate()
-            .take_while(move |(_, x)| x.key <= k1)
-            .filter_map(move |(k, x)| {
-                let p = if self.entries.get(x.pos).is_some_and(|en| en.key == x.key) {
-                    Some(x.pos)
-                } else {
-                    self.position(x.key)
-                };
-                p.map(|p| (p, from + k, x.tokens))
-            })
+    /// The standing edits (the this-call content edits of the agent's last decision) of
+    /// positions `[s, e)`: indexes `lo..hi` of them (ABI 1.7 `Repeat`).
+    pub(crate) fn standing_range(&self, s: usize, e: usize) -> (usize, usize) {
+        if s >= e || e > self.entries.len() || self.standing.is_empty() {
+            return (0, 0);
+        }
+        let (k0, k1) = (self.entries[s].key, self.entries[e - 1].key);
+        let lo = self.standing.partition_point(|x| x.key < k0);
+        let hi = lo + self.standing[lo..].partition_point(|x| x.key <= k1);
+        (lo, hi)
     }
 
-    /// The text of a repeated edit of the checked decision (before the next one is checked and
-    /// before an edit removes its message).
-    pub(crate) fn repeated_text(&self, r: &super::validate::Repeated) -> &Rc<str> {
-        self.standing[r.at]
-            .text
-            .as_ref()
-            .expect("a repeated edit's text stays until the next decision")
+    /// The standing edits `lo..hi`, in order: (position, text, tokens).
+    pub(crate) fn standing_edits(
+        &self,
+        lo: usize,
+        hi: usize,
+    ) -> impl Iterator<Item = (usize, &Rc<str>, u64)> + '_ {
+        self.standing
+            .get(lo..hi)
+            .unwrap_or(&[])
+            .iter()
+            .map(|x| (x.pos, &x.text, x.tokens))
+    }
+
+    /// The standing edit of position `pos` among `lo..hi`, if any: its text and tokens.
+    pub(crate) fn standing_at(&self, lo: usize, hi: usize, pos: usize) -> Option<(&Rc<str>, u64)> {
+        let list = self.standing.get(lo..hi)?;
+        let k = list.binary_search_by_key(&pos, |x| x.pos).ok()?;
+        Some((&list[k].text, list[k].tokens))
+    }
+
+    /// Σ of the standing edits the stretches `runs` repeat (`lo..hi` each, ascending, apart):
+    /// (message tokens now, edit tokens, tokens taken off). Worked out as the sums of every
+    /// standing edit less those of the ones no run repeats, which the next `set_standing`
+    /// forgets: what a call costs is what changed since the last one.
+    pub(crate) fn standing_sums(&self, runs: &[super::validate::Repeated]) -> (u64, u64, u64) {
+        let mut left = (0, 0, 0);
+        let mut at = 0;
+        let gaps = runs
+            .iter()
+            .map(|r| (r.lo, r.hi))
+            .chain(std::iter::once((self.standing.len(), self.standing.len())));
+        for (lo, hi) in gaps {
+            for x in self.standing.get(at..lo).unwrap_or(&[]) {
+                left = add3(left, x.sums());
+            }
+            at = at.max(hi);
+        }
+        sub3(self.standing_sums, left)
     }
 
     /// Whether the agent's last decision left this-call content edits to repeat.
@@ -1087,48 +1167,64 @@ impl<'a> Context<'a> {
 
     /// Remembers the this-call content edits of a checked decision (its edits and repeats, by
     /// position) for the next decision's `Repeat` ops; the ones before are forgotten. A repeated
-    /// edit moves from the last list to the new one, and `plan` then names it there.
+    /// edit moves from the last list to the new one (a copy of its entry, its text untouched),
+    /// and each of `plan`'s repeated stretches then names where it is in the new list.
     pub(crate) fn set_standing(&mut self, plan: &mut Plan) {
         let mut next = std::mem::take(&mut self.standing_spare);
         next.clear();
-        let old = &mut self.standing;
-        let mut moved = |r: &mut super::validate::Repeated, next: &mut Vec<Standing>| {
-            let x = &mut old[r.at];
-            next.push(Standing {
-                key: x.key,
-                pos: r.pos,
-                text: x.text.take(),
-                tokens: r.after,
-            });
-            r.at = next.len() - 1;
-        };
-        let mut repeated = plan.repeated.iter_mut().peekable();
-        for p in &plan.edits {
-            let content = matches!(
-                p.op.kind,
-                ctxlab_plugin_api::OpKind::Truncate { .. }
-                    | ctxlab_plugin_api::OpKind::Mask { .. }
-                    | ctxlab_plugin_api::OpKind::Offload { .. }
-            );
-            if !content || p.op.scope != ctxlab_plugin_api::Scope::ThisCall {
-                continue;
+        let mut old = std::mem::take(&mut self.standing);
+        let mut sums = (
+            plan.repeated_before,
+            plan.repeated_after,
+            plan.repeated_pruned,
+        );
+        {
+            let mut drained = old.drain(..);
+            let mut at = 0;
+            let mut runs = plan.repeated.iter_mut().peekable();
+            // Moves the old list's entries `lo..hi` to the end of the new one.
+            let mut take = |r: &mut super::validate::Repeated, next: &mut Vec<Standing>| {
+                if r.lo > at {
+                    drained.nth(r.lo - at - 1);
+                }
+                let from = next.len();
+                next.extend(drained.by_ref().take(r.hi - r.lo.max(at)));
+                at = r.hi.max(at);
+                r.lo = from;
+                r.hi = next.len();
+            };
+            for p in &plan.edits {
+                let content = matches!(
+                    p.op.kind,
+                    ctxlab_plugin_api::OpKind::Truncate { .. }
+                        | ctxlab_plugin_api::OpKind::Mask { .. }
+                        | ctxlab_plugin_api::OpKind::Offload { .. }
+                );
+                if !content || p.op.scope != ctxlab_plugin_api::Scope::ThisCall {
+                    continue;
+                }
+                while let Some(r) = runs.next_if(|r| r.start < p.op.start) {
+                    take(r, &mut next);
+                }
+                for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
+                    let x = Standing {
+                        key: self.entries[i].key,
+                        pos: i,
+                        text: t.0.clone(),
+                        tokens: t.1,
+                        before: self.tokens_in(i, i + 1),
+                    };
+                    sums = add3(sums, x.sums());
+                    next.push(x);
+                }
             }
-            while let Some(r) = repeated.next_if(|r| r.pos < p.op.start) {
-                moved(r, &mut next);
-            }
-            for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
-                next.push(Standing {
-                    key: self.entries[i].key,
-                    pos: i,
-                    text: Some(t.0.clone()),
-                    tokens: t.1,
-                });
+            for r in runs {
+                take(r, &mut next);
             }
         }
-        for r in repeated {
-            moved(r, &mut next);
-        }
-        self.standing_spare = std::mem::replace(&mut self.standing, next);
+        self.standing_sums = sums;
+        self.standing_spare = old;
+        self.standing = next;
     }
 
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text

@@ -780,10 +780,12 @@ impl<'s, 'o> Engine<'s, 'o> {
                 }
             }
         }
-        for r in &plan.repeated {
-            let m = &mut out[r.pos];
-            m.sent_tokens = r.after;
-            m.sent_chars = ctx.repeated_text(r).chars().count() as u64;
+        for (pos, text, tokens) in plan.repeated_edits(ctx) {
+            let Some(m) = out.get_mut(pos) else {
+                continue;
+            };
+            m.sent_tokens = tokens;
+            m.sent_chars = text.chars().count() as u64;
             if m.sent_chars != m.chars || m.sent_tokens != m.tokens {
                 m.state = KeptState::Edited;
             }
@@ -796,7 +798,7 @@ impl<'s, 'o> Engine<'s, 'o> {
         let ctx = &self.contexts[a];
         let mut out = Vec::with_capacity(ctx.len());
         let mut edits = plan.edits.iter().peekable();
-        let mut repeated = plan.repeated.iter().peekable();
+        let mut repeated = plan.repeated_edits(ctx).peekable();
         let mut i = 0;
         while i < ctx.len() {
             let entry = &ctx.entries[i];
@@ -814,9 +816,9 @@ impl<'s, 'o> Engine<'s, 'o> {
                 },
                 replaces: 0,
             };
-            if let Some(r) = repeated.next_if(|r| r.pos == i) {
+            if let Some((_, _, tokens)) = repeated.next_if(|r| r.0 == i) {
                 out.push(KeptMessage {
-                    tokens: r.after,
+                    tokens,
                     state: KeptState::Edited,
                     ..base
                 });
@@ -917,7 +919,7 @@ fn kept_fact(
         let k = plan.edits.partition_point(|p| p.op.start <= pos);
         (k > 0 && pos < plan.edits[k - 1].op.end).then(|| &plan.edits[k - 1])
     };
-    let repeated = |pos: usize| plan.repeated_at(pos);
+    let repeated = |pos: usize| plan.repeated_at(ctx, pos);
     let mut upper = false;
     // Newest occurrence first. A drop or a summary treats every occurrence in its range alike,
     // so after the first one the rest of the range is skipped: a this-call summary of most of
@@ -929,8 +931,8 @@ fn kept_fact(
         let Some(pos) = ctx.position(key) else {
             continue;
         };
-        if let Some(r) = repeated(pos) {
-            if memo.contains(facts, ctx.repeated_text(r), f) {
+        if let Some((text, _)) = repeated(pos) {
+            if memo.contains(facts, text, f) {
                 return (true, true);
             }
             continue;

@@ -65,41 +65,62 @@ impl std::ops::Deref for EditTexts {
 }
 
 /// A checked decision: content edits sorted by position, pins/unpins in decision order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Plan {
     pub edits: Vec<Planned>,
-    /// The this-call edits `Repeat` ops made again (ABI 1.7), by position; none of them is at a
-    /// position an edit of `edits` touches. Kept apart, and small, since a strategy may repeat a
-    /// thousand edits a call.
+    /// The this-call edits `Repeat` ops made again (ABI 1.7): one stretch of the context's
+    /// standing edits per op, in order; none of them is at a position an edit of `edits`
+    /// touches. A strategy may repeat a thousand edits a call: nothing here is per edit.
     pub repeated: Vec<Repeated>,
+    /// Raw tokens of the repeated edits' messages before the edits (now), after them, and what
+    /// each takes off (Σ of `before − after`, at least 0 each), and the first one's position
+    /// (`usize::MAX` when none).
+    pub repeated_before: u64,
+    pub repeated_after: u64,
+    pub repeated_pruned: u64,
+    pub repeated_first: usize,
     pub flags: Vec<Op>,
     /// Tool pairs the decision's removals separate, as an `AllowSplit` op let them.
     pub split_pairs: u64,
 }
 
-/// One message's this-call edit of the previous decision, made again by a `Repeat` op.
+/// The previous decision's this-call edits of one `Repeat` op's range, made again: the
+/// context's standing edits `lo..hi` (`Context::standing_range`; after `Context::set_standing`,
+/// where that call put them).
 #[derive(Debug, Clone)]
 pub(crate) struct Repeated {
-    pub pos: usize,
-    /// Raw tokens of the message before the edit (now).
-    pub before: u64,
-    /// Where the context keeps its text (`Context::repeated_text`): nothing per repeated edit
-    /// touches the text.
-    pub at: usize,
-    /// Raw tokens of its new text.
-    pub after: u64,
+    /// The op's range of positions.
+    pub start: usize,
+    pub end: usize,
+    pub lo: usize,
+    pub hi: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        Plan {
+            edits: Vec::new(),
+            repeated: Vec::new(),
+            repeated_before: 0,
+            repeated_after: 0,
+            repeated_pruned: 0,
+            repeated_first: usize::MAX,
+            flags: Vec::new(),
+            split_pairs: 0,
+        }
+    }
 }
 
 impl Plan {
     /// Raw tokens the call sends after every edit, persistent and this-call.
     pub(crate) fn sent_tokens(&self, total: u64) -> u64 {
         let t = self.edits.iter().fold(total, |t, p| t - p.before + p.after);
-        self.repeated.iter().fold(t, |t, r| t - r.before + r.after)
+        t - self.repeated_before + self.repeated_after
     }
     /// First position any edit touches (where the prompt's cached prefix ends).
     pub(crate) fn first_touched(&self, scope: Option<Scope>) -> usize {
         let repeated = match scope {
-            None | Some(Scope::ThisCall) => self.repeated.first().map_or(usize::MAX, |r| r.pos),
+            None | Some(Scope::ThisCall) => self.repeated_first,
             Some(Scope::Persistent) => usize::MAX,
         };
         self.edits
@@ -118,23 +139,32 @@ impl Plan {
             .filter(|p| p.op.scope == Scope::ThisCall)
             .map(|p| p.before.saturating_sub(p.after))
             .sum();
-        edits
-            + self
-                .repeated
-                .iter()
-                .map(|r| r.before.saturating_sub(r.after))
-                .sum::<u64>()
+        edits + self.repeated_pruned
     }
     /// Whether the decision changes anything the call sends.
     pub(crate) fn is_empty(&self) -> bool {
         self.edits.is_empty() && self.repeated.is_empty()
     }
-    /// The repeated edit at position `pos`, if any.
-    pub(crate) fn repeated_at(&self, pos: usize) -> Option<&Repeated> {
+    /// The repeated edit at position `pos`, if any: its text and tokens (after
+    /// `Context::set_standing`).
+    pub(crate) fn repeated_at<'c>(
+        &self,
+        ctx: &'c Context<'_>,
+        pos: usize,
+    ) -> Option<(&'c Rc<str>, u64)> {
+        let k = self.repeated.partition_point(|r| r.end <= pos);
+        let r = self.repeated.get(k).filter(|r| r.start <= pos)?;
+        ctx.standing_at(r.lo, r.hi, pos)
+    }
+    /// Every repeated edit, in order: (position, its text, its tokens) (after
+    /// `Context::set_standing`).
+    pub(crate) fn repeated_edits<'c>(
+        &'c self,
+        ctx: &'c Context<'_>,
+    ) -> impl Iterator<Item = (usize, &'c Rc<str>, u64)> + 'c {
         self.repeated
-            .binary_search_by_key(&pos, |r| r.pos)
-            .ok()
-            .map(|k| &self.repeated[k])
+            .iter()
+            .flat_map(move |r| ctx.standing_edits(r.lo, r.hi))
     }
 }
 
@@ -247,23 +277,30 @@ pub(crate) fn check(
                 ));
             }
             // The previous decision's edits of the range's messages, again: each one a
-            // one-message edit with its text and tokens as they were, the range's tokens now.
-            for (i, at, tokens) in ctx.standing_in(op.start, op.end) {
-                if ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
-                    && !unpinned.iter().any(|&(s, e)| s <= i && i < e)
-                {
-                    return Err(format!(
-                        "{}: touches pinned message at position {i} without unpinning it first",
-                        what()
-                    ));
-                }
-                plan.repeated.push(Repeated {
-                    pos: i,
-                    before: ctx.tokens_in(i, i + 1),
-                    at,
-                    after: tokens,
-                });
+            // one-message edit with its text and tokens as they were, the range's tokens now
+            // (their sums are the context's, less those of the edits no op repeats: below).
+            let (lo, hi) = ctx.standing_range(op.start, op.end);
+            if lo == hi {
+                continue;
             }
+            if ctx.pinned_in(op.start, op.end) > 0 {
+                for (i, _, _) in ctx.standing_edits(lo, hi) {
+                    if ctx.views[i].flags & ctxlab_plugin_api::abi::FLAG_PINNED != 0
+                        && !unpinned.iter().any(|&(s, e)| s <= i && i < e)
+                    {
+                        return Err(format!(
+                            "{}: touches pinned message at position {i} without unpinning it first",
+                            what()
+                        ));
+                    }
+                }
+            }
+            plan.repeated.push(Repeated {
+                start: op.start,
+                end: op.end,
+                lo,
+                hi,
+            });
             continue;
         }
         if ctx.pinned_in(op.start, op.end) > 0 {
@@ -432,6 +469,16 @@ pub(crate) fn check(
         }
         p.op.kind = op.kind;
         plan.edits.push(p);
+    }
+    if !plan.repeated.is_empty() {
+        let (before, after, pruned) = ctx.standing_sums(&plan.repeated);
+        plan.repeated_before = before;
+        plan.repeated_after = after;
+        plan.repeated_pruned = pruned;
+        plan.repeated_first = ctx
+            .standing_edits(plan.repeated[0].lo, plan.repeated[0].hi)
+            .next()
+            .map_or(usize::MAX, |e| e.0);
     }
     Ok((plan, d))
 }
