@@ -45,6 +45,18 @@ struct AgentState {
     /// The leading summaries at the last decision: with a history that only grew since, the
     /// positions in `sent` still name the same messages.
     sent_base: usize,
+    /// The last decision's kept window (`Kept::Window`'s `from`, `end` and the positions of its
+    /// exceptions), when it was one: with `sent`, what each message of it sent.
+    sent_window: Option<SentWindow>,
+}
+
+/// The shape of a decision's kept window (positions after the leading summaries).
+#[derive(Debug, Default)]
+struct SentWindow {
+    from: usize,
+    end: usize,
+    /// The exceptions' positions, ascending (dropped or sending a text of that call).
+    except: Vec<usize>,
 }
 
 /// The LangChain shape of one host message, kept between calls; `tools_before` counts the tool
@@ -416,6 +428,7 @@ impl Strategy for LibreChat {
                 st.last_summary_count = 0;
                 st.pruner = None;
                 st.sent.clear();
+                st.sent_window = None;
                 summarize_all(call, cfg, res.refine, res.pressure, out);
                 return Ok(());
             }
@@ -440,8 +453,17 @@ impl Strategy for LibreChat {
                 );
             }
         }
-        let pruner = st.pruner.as_ref().expect("the pruner of this call");
-        let sent = emit(
+        let pruner = st.pruner.as_mut().expect("the pruner of this call");
+        let dirty = pruner.take_dirty();
+        let pruner = &*pruner;
+        let prev = (repeat && self.repeat).then_some(&st.sent[..]);
+        // The last window's messages before the first run text changed since send what they
+        // sent then (each run text's version is new when it changes).
+        let same = prev
+            .filter(|_| grew && base == st.sent_base)
+            .and(st.sent_window.as_ref())
+            .map(|w| (w, dirty));
+        let (sent, window) = emit(
             base,
             msgs,
             &st.ids,
@@ -450,10 +472,12 @@ impl Strategy for LibreChat {
             &res,
             pruner,
             settings.summarization,
-            (repeat && self.repeat).then_some(&st.sent[..]),
+            prev,
+            same,
             out,
         );
         st.sent = sent;
+        st.sent_window = window;
         st.sent_base = base;
         Ok(())
     }
@@ -530,8 +554,9 @@ fn emit<'r>(
     pruner: &'r Pruner,
     summarization: bool,
     prev: Option<&[(usize, u64)]>,
+    same: Option<(&SentWindow, usize)>,
     out: &mut Decision,
-) -> Vec<(usize, u64)> {
+) -> (Vec<(usize, u64)>, Option<SentWindow>) {
     let n = msgs.len();
     let edit_of = |i: usize, own: Option<&'r str>| -> Edit<'r> {
         match own {
@@ -725,13 +750,53 @@ fn emit<'r>(
         } if window => {
             // Only the messages edited now or at the last decision, and the exceptions, are
             // looked at one by one: the stretches between them are kept unedited, as before.
+            // The stretch kept in both windows before the first run text changed since
+            // (`same`) sends what it sent then: its edits repeat as they are, unread.
             if *system {
                 ops.one(0, edit_of(0, None), out, &drop);
             }
             let (content, _) = pruner.run_texts();
             let mut ex = except.iter().peekable();
+            let (ma, mb, mut pex) = match same {
+                Some((w, dirty)) => (w.from.max(*from), w.end.min(*end).min(dirty), &w.except[..]),
+                None => (0, 0, &[][..]),
+            };
             let mut i = *from;
             while i < *end {
+                if (ma..mb).contains(&i) {
+                    while let [p, rest @ ..] = pex {
+                        if *p >= i {
+                            break;
+                        }
+                        pex = rest;
+                    }
+                    let j = mb
+                        .min(ex.peek().map_or(*end, |e| e.0))
+                        .min(pex.first().map_or(*end, |&p| p));
+                    if j > i {
+                        #[cfg(debug_assertions)]
+                        {
+                            // What the walk would find: each message sends its run text of
+                            // the last decision (the same version) or its original, as then.
+                            let was: Vec<(usize, u64)> = ops
+                                .was
+                                .iter()
+                                .copied()
+                                .filter(|w| (base + i..base + j).contains(&w.0))
+                                .collect();
+                            let now: Vec<(usize, u64)> = (i..j)
+                                .filter_map(|p| match edit_of(p, None) {
+                                    Edit::Run(_, v) => Some((base + p, v)),
+                                    _ => None,
+                                })
+                                .collect();
+                            debug_assert_eq!(was, now, "an unchanged stretch sends what it sent");
+                        }
+                        ops.unchanged(i, j, out, &drop);
+                        i = j;
+                        continue;
+                    }
+                }
                 ops.skip_was(i);
                 let edited = content[i..*end]
                     .iter()
@@ -762,7 +827,17 @@ fn emit<'r>(
     }
     ops.flush(out);
     drop(ops.next, n, out);
-    ops.sent
+    let shape = match &res.context {
+        Kept::Window {
+            from, end, except, ..
+        } if window => Some(SentWindow {
+            from: *from,
+            end: *end,
+            except: except.iter().map(|e| e.0).collect(),
+        }),
+        _ => None,
+    };
+    (ops.sent, shape)
 }
 
 /// The ops of the kept messages, in order: a stretch of kept messages that send what they sent
@@ -826,6 +901,26 @@ impl Ops<'_> {
             let r = self.run.get_or_insert((i, i, false));
             r.1 = j;
         }
+    }
+
+    /// The messages of [i, j), kept now and at the last decision, each sending the run text
+    /// (or original) it sent then: their edits of the last decision are this one's.
+    fn unchanged(
+        &mut self,
+        i: usize,
+        j: usize,
+        out: &mut Decision,
+        drop: &dyn Fn(usize, usize, &mut Decision),
+    ) {
+        self.gap(i, out, drop);
+        self.next = j;
+        self.skip_was(i);
+        let k = self.was.partition_point(|w| w.0 < self.base + j);
+        self.sent.extend_from_slice(&self.was[..k]);
+        self.was = &self.was[k..];
+        let r = self.run.get_or_insert((i, i, false));
+        r.1 = j;
+        r.2 |= k > 0;
     }
 
     /// The message at `i`, kept, sending `edit`.

@@ -504,6 +504,10 @@ pub struct Pruner {
     incremental: bool,
     /// Calls so far in this run: the graph has usage for a call only after one.
     pub calls: u64,
+    /// The least position whose run text (`content`, `vers`) may have changed since the plugin
+    /// last took its texts ([`Pruner::take_dirty`]): the messages before it send what they
+    /// sent then, so `emit` need not look at them one by one.
+    dirty_from: usize,
 }
 
 /// `maskConsumedToolResults`' cap of the consumed result of rank `c` among `count`.
@@ -562,6 +566,7 @@ impl Pruner {
             frozen: Frozen::default(),
             incremental: true,
             calls: 0,
+            dirty_from: 0,
         }
     }
 
@@ -580,6 +585,7 @@ impl Pruner {
             return;
         }
         let s = self.frozen.len;
+        self.dirty_from = self.dirty_from.min(s);
         self.map.truncate(s);
         self.sums.truncate(s);
         self.content.truncate(s);
@@ -642,6 +648,12 @@ impl Pruner {
             .get(i)
             .and_then(|t| t.as_ref())
             .map(|t| (t, self.vers[i]))
+    }
+
+    /// The least position whose run text may have changed since the last call of this, which
+    /// starts the count again: every message before it has the text and version it had then.
+    pub fn take_dirty(&mut self) -> usize {
+        std::mem::replace(&mut self.dirty_from, usize::MAX)
     }
 
     /// Every message's run text (`None`: the original) and its version.
@@ -765,6 +777,7 @@ impl Pruner {
             }
         }
         self.seen = self.seen.max(n);
+        self.dirty_from = self.dirty_from.min(self.map.len());
         for m in &msgs[self.map.len()..] {
             self.map.push(None);
             self.sums.push(0);
@@ -905,6 +918,9 @@ impl Pruner {
         let prefix_masked =
             self.check_frozen(msgs, masks, consumed, total_chars, &preflights, pruning);
         let from = self.frozen.len;
+        // Every pass of this call writes run texts from `from` on (a prefix worked out again
+        // starts at 0); a new run's truncated texts and new messages are there too.
+        self.dirty_from = self.dirty_from.min(from);
 
         if early {
             // Instructions fill the budget: every message goes to the summarizer.
