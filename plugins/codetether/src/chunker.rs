@@ -650,7 +650,9 @@ impl Stream {
 }
 
 /// `reassemble`'s text from the line ranges `compress_span` returned; `lines(a, b, out)`
-/// appends lines `a..=b` of the text, joined by "\n".
+/// appends lines `a..=b` of the text, joined by "\n". The tests' form of
+/// `reassemble_ranges_into`.
+#[cfg(test)]
 pub fn reassemble_ranges(
     ranges: &[(u64, u64)],
     lines: impl FnMut(u64, u64, &mut String),
@@ -660,7 +662,7 @@ pub fn reassemble_ranges(
     out
 }
 
-/// `reassemble_ranges` appended to `out` (a later cascade step writes the previous summary
+/// `reassemble`'s text from the line ranges, appended to `out` (a later cascade step writes the previous summary
 /// into its context without an intermediate string).
 pub fn reassemble_ranges_into(
     ranges: &[(u64, u64)],
