@@ -453,7 +453,10 @@ impl Strategy for LibreChat {
                 );
             }
         }
-        let pruner = st.pruner.as_mut().expect("the pruner of this call");
+        // Set above (`get_or_insert_with`); only a summary takes it, and that call has returned.
+        let Some(pruner) = st.pruner.as_mut() else {
+            return Err("librechat: no pruner for this call (internal error)".into());
+        };
         let dirty = pruner.take_dirty();
         let pruner = &*pruner;
         let prev = (repeat && self.repeat).then_some(&st.sent[..]);
