@@ -899,7 +899,8 @@ impl TextFacts {
         let i = match self.seen.iter().position(|e| (e.0, e.1) == key) {
             Some(i) => i,
             None => {
-                self.seen.push((key.0, key.1, self.lines.ids_in(facts, text)));
+                self.seen
+                    .push((key.0, key.1, self.lines.ids_in(facts, text)));
                 self.seen.len() - 1
             }
         };

@@ -530,9 +530,28 @@ mod tests {
     fn line_memo_gives_the_facts_of_the_whole_text() {
         let mut all = Facts::owning(Interner::default());
         let pieces = [
-            "src/a.rs", "E0308", "`Cargo.lock`", "'it's'", "\"Alice Smith\"", "12345",
-            "https://x.io/p?q=1", "parse_config", "maxTokens", "word", "  ", "\n", "\r\n",
-            "\"open", "'", "`", "ENOENT.", "turns 0-", "x::y", "...", "\n\n", "é",
+            "src/a.rs",
+            "E0308",
+            "`Cargo.lock`",
+            "'it's'",
+            "\"Alice Smith\"",
+            "12345",
+            "https://x.io/p?q=1",
+            "parse_config",
+            "maxTokens",
+            "word",
+            "  ",
+            "\n",
+            "\r\n",
+            "\"open",
+            "'",
+            "`",
+            "ENOENT.",
+            "turns 0-",
+            "x::y",
+            "...",
+            "\n\n",
+            "é",
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {
