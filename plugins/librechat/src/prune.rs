@@ -1086,9 +1086,9 @@ impl Pruner {
             if self.lens[i] <= max {
                 continue;
             }
-            if let Some(t) = truncate_result_of(self.text(tx, i), self.lens[i], max) {
+            if let Some((t, units)) = truncate_result_of(self.text(tx, i), self.lens[i], max) {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
-                self.lens[i] = js_len(&t);
+                self.lens[i] = units;
                 self.content[i] = Some(t.into());
                 self.vers[i] = new_version();
                 masked += 1;
@@ -1315,9 +1315,9 @@ fn preflight_on(
             continue;
         }
         let text = w.content[i].as_deref().unwrap_or_else(|| tx.text(i));
-        if let Some(new) = truncate_result_of(text, w.lens[i], max) {
+        if let Some((new, units)) = truncate_result_of(text, w.lens[i], max) {
             w.set_count(i, rc.recount(m, tx.text(i), &new));
-            w.lens[i] = js_len(&new);
+            w.lens[i] = units;
             w.content[i] = Some(new.into());
             w.vers[i] = new_version();
             changed += 1;

@@ -28,38 +28,100 @@ pub fn max_tool_input_chars(context_tokens: i64) -> u64 {
 
 /// A text's length as JavaScript's `String.prototype.length` gives it (UTF-16 code units):
 /// one per character, two for a character outside the Basic Multilingual Plane (a four-byte
-/// UTF-8 sequence), counted on the bytes.
+/// UTF-8 sequence), counted on the bytes 64 at a time ([`units_of_block`]).
 pub fn js_len(s: &str) -> u64 {
-    s.bytes()
-        .map(|b| u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0))
-        .sum()
+    let b = s.as_bytes();
+    let mut blocks = b.chunks_exact(64);
+    let mut units = 0u64;
+    for block in &mut blocks {
+        units += units_of_block(block);
+    }
+    units + blocks.remainder().iter().map(|&b| unit_of(b)).sum::<u64>()
+}
+
+/// The UTF-16 units a UTF-8 byte starts: 0 for a continuation byte, 2 for the lead of a
+/// four-byte sequence, else 1.
+fn unit_of(b: u8) -> u64 {
+    u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0)
+}
+
+/// [`unit_of`] summed over 64 bytes, eight at a time: per byte lane, a continuation byte is
+/// `10xxxxxx` (bit 7 set, bit 6 clear) and a four-byte lead `11110xxx` (bits 7 to 4 set); the
+/// lanes count at most 8 each, summed across by one multiplication (no `popcnt`, which the
+/// baseline x86-64 target does not have).
+fn units_of_block(block: &[u8]) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let (mut cont, mut four) = (0u64, 0u64);
+    for w in block.chunks_exact(8) {
+        let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+        cont += (w & !(w << 1) & HIGH) >> 7;
+        four += (w & (w << 1) & (w << 2) & (w << 3) & HIGH) >> 7;
+    }
+    let across = |lanes: u64| lanes.wrapping_mul(ONES) >> 56;
+    block.len() as u64 - across(cont) + across(four)
 }
 
 /// Where UTF-16 unit `u` of `s` starts, as a byte offset (the end when `u` is past it), and
 /// whether `u` falls between the two halves of a surrogate pair (the offset is then the pair's
-/// character), walking from the start.
+/// character), walking from the start: 64 bytes at a time while the whole block lies before
+/// `u`, then by character.
 fn byte_at(s: &str, u: usize) -> (usize, bool) {
-    let mut units = 0;
-    for (b, c) in s.char_indices() {
+    let bytes = s.as_bytes();
+    // Units of the characters that start before byte `p`.
+    let (mut p, mut units) = (0usize, 0usize);
+    while p + 64 <= bytes.len() {
+        let w = units_of_block(&bytes[p..p + 64]) as usize;
+        if units + w > u {
+            break;
+        }
+        units += w;
+        p += 64;
+    }
+    // Back to the start of the character `p` may split: its units were counted with its lead.
+    let mut b = p;
+    while !s.is_char_boundary(b) {
+        b -= 1;
+    }
+    if b < p {
+        units -= unit_of(bytes[b]) as usize;
+    }
+    for (off, c) in s[b..].char_indices() {
         if units == u {
-            return (b, false);
+            return (b + off, false);
         }
         let w = c.len_utf16();
         if units + w > u {
-            return (b, true);
+            return (b + off, true);
         }
         units += w;
     }
     (s.len(), false)
 }
 
-/// [`byte_at`] for a unit near the end of `s` (of `len` units), walking from the end.
+/// [`byte_at`] for a unit near the end of `s` (of `len` units), walking from the end: 64
+/// bytes at a time while the unit before the block stays past `u`, then by character.
 fn byte_at_back(s: &str, len: usize, u: usize) -> (usize, bool) {
     if u >= len {
         return (s.len(), false);
     }
-    let mut units = len;
-    for (b, c) in s.char_indices().rev() {
+    let bytes = s.as_bytes();
+    // Units of the characters that start before byte `q` (a character split at `q` counts
+    // with the bytes after it: its lead is before `q`, its continuation bytes count nothing).
+    let (mut q, mut units) = (bytes.len(), len);
+    while q >= 64 {
+        let w = units_of_block(&bytes[q - 64..q]) as usize;
+        if units - w <= u {
+            break;
+        }
+        units -= w;
+        q -= 64;
+    }
+    // Forward to the next character start: continuation bytes count no unit.
+    while !s.is_char_boundary(q) {
+        q += 1;
+    }
+    for (b, c) in s[..q].char_indices().rev() {
         units -= c.len_utf16();
         if units == u {
             return (b, false);
@@ -75,6 +137,12 @@ fn byte_at_back(s: &str, len: usize, u: usize) -> (usize, bool) {
 /// cut becomes U+FFFD (one unit, as the lone surrogate JavaScript leaves).
 fn slice_at(s: &str, from: (usize, bool), to: (usize, bool)) -> String {
     let mut out = String::new();
+    push_slice(&mut out, s, from, to);
+    out
+}
+
+/// [`slice_at`], appended to `out`.
+fn push_slice(out: &mut String, s: &str, from: (usize, bool), to: (usize, bool)) {
     let mut start = from.0;
     if from.1 {
         out.push('\u{FFFD}');
@@ -86,7 +154,6 @@ fn slice_at(s: &str, from: (usize, bool), to: (usize, bool)) -> String {
     if to.1 && (start <= to.0) && !(from.1 && from.0 == to.0) {
         out.push('\u{FFFD}');
     }
-    out
 }
 
 /// `units.slice(from, to)` as text (a lone surrogate at a cut becomes U+FFFD).
@@ -120,11 +187,12 @@ fn next_newline(units: &[u16], from: usize) -> Option<usize> {
 /// original length. `None` when the content already fits. Works on the UTF-8 text, walking only
 /// the head and the tail to find their UTF-16 positions.
 pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
-    truncate_result_of(content, js_len(content), max_chars)
+    truncate_result_of(content, js_len(content), max_chars).map(|(t, _)| t)
 }
 
-/// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps.
-pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<String> {
+/// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps, with the
+/// result's length (worked out from the cuts, not counted again).
+pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(String, u64)> {
     let len = len as usize;
     let max = max_chars as usize;
     if len <= max {
@@ -134,15 +202,22 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<Str
     let available = max as i64 - js_len(&indicator) as i64;
     let start = (0, false);
     if available <= 0 {
-        return Some(slice_at(content, start, byte_at(content, max)));
+        let out = slice_at(content, start, byte_at(content, max));
+        let units = js_len(&out);
+        return Some((out, units));
     }
     let available = available as usize;
     if available < 200 {
-        return Some(slice_at(content, start, byte_at(content, available)) + indicator.trim_end());
+        let out = slice_at(content, start, byte_at(content, available)) + indicator.trim_end();
+        let units = js_len(&out);
+        return Some((out, units));
     }
     let head_size = ((available as f64) * 0.7).ceil() as usize;
     let tail_size = available - head_size;
-    // The last newline at or before unit `head_size` (`lastIndexOf('\n', headSize)`).
+    // The last newline at or before unit `head_size` (`lastIndexOf('\n', headSize)`), when it
+    // is within 200 units of it (so within 800 bytes: no farther one is looked for).
+    // Units of the head and the tail as cut (a half pair at a cut is one unit, U+FFFD).
+    let mut head_units = head_size;
     let mut head = byte_at(content, head_size);
     let (hb, split) = head;
     let at_head = !split && content.as_bytes().get(hb) == Some(&b'\n');
@@ -150,17 +225,25 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<Str
         Some((hb, head_size))
     } else {
         let unit_of_hb = head_size - usize::from(split);
-        content[..hb]
+        let mut from = hb.saturating_sub(800);
+        while !content.is_char_boundary(from) {
+            from += 1;
+        }
+        content[from..hb]
             .rfind('\n')
+            .map(|b| from + b)
             .map(|b| (b, unit_of_hb - js_len(&content[b..hb]) as usize))
     };
     if let Some((b, unit)) = nl {
         if unit as i64 > head_size as i64 - 200 && unit > 0 {
             head = (b, false);
+            head_units = unit;
         }
     }
-    // The first newline at or after unit `len - tailSize` (`indexOf('\n', tailStart)`).
+    // The first newline at or after unit `len - tailSize` (`indexOf('\n', tailStart)`), when
+    // it is within 200 units of it.
     let tail_start = len - tail_size;
+    let mut tail_units = tail_size;
     let mut tail = byte_at_back(content, len, tail_start);
     let (tb, split) = tail;
     let (from_b, from_unit) = if split {
@@ -169,17 +252,24 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<Str
     } else {
         (tb, tail_start)
     };
-    if let Some(off) = content[from_b..].find('\n') {
+    let mut to = (from_b + 800).min(content.len());
+    while !content.is_char_boundary(to) {
+        to -= 1;
+    }
+    if let Some(off) = content[from_b..to].find('\n') {
         let unit = from_unit + js_len(&content[from_b..from_b + off]) as usize;
         if unit > 0 && unit < tail_start + 200 {
             tail = (from_b + off + 1, false);
+            tail_units = len - (unit + 1);
         }
     }
-    Some(
-        slice_at(content, start, head)
-            + &indicator
-            + &slice_at(content, tail, (content.len(), false)),
-    )
+    let mut out = String::with_capacity(head.0 + indicator.len() + (content.len() - tail.0) + 6);
+    push_slice(&mut out, content, start, head);
+    out.push_str(&indicator);
+    push_slice(&mut out, content, tail, (content.len(), false));
+    let units = head_units + js_len(&indicator) as usize + tail_units;
+    debug_assert_eq!(units as u64, js_len(&out));
+    Some((out, units as u64))
 }
 
 /// `truncateToolInput(serialized, maxChars)._truncated`: head ~70 % and tail ~30 %, no newline
@@ -267,12 +357,16 @@ mod tests {
         for _ in 0..3000 {
             let n = r.below(1500) as usize;
             let mut text = String::new();
-            let dense = r.below(3);
+            // Dense multi-byte text without newlines; sparse newlines (one in ~300 pieces, so
+            // the newline nearest a cut may lie past the 200 units LibreChat looks within);
+            // every piece alike.
+            let shape = r.below(4);
             for _ in 0..n {
-                let p = if dense == 0 {
-                    r.below(2) + 3
-                } else {
-                    r.below(pieces.len() as u64)
+                let p = match shape {
+                    0 => r.below(2) + 3,
+                    1 if r.below(300) == 0 => 2,
+                    1 => [0, 1, 3, 4, 6][r.below(5) as usize],
+                    _ => r.below(pieces.len() as u64),
                 };
                 text.push_str(pieces[p as usize]);
             }
