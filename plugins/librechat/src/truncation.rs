@@ -30,6 +30,9 @@ pub fn max_tool_input_chars(context_tokens: i64) -> u64 {
 /// one per character, two for a character outside the Basic Multilingual Plane (a four-byte
 /// UTF-8 sequence), counted on the bytes 64 at a time ([`units_of_block`]).
 pub fn js_len(s: &str) -> u64 {
+    if s.is_ascii() {
+        return s.len() as u64;
+    }
     let b = s.as_bytes();
     let mut blocks = b.chunks_exact(64);
     let mut units = 0u64;
@@ -198,8 +201,11 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(St
     if len <= max {
         return None;
     }
-    let indicator = format!("\n\n… [truncated: {len} chars exceeded {max_chars} limit] …\n\n");
-    let available = max as i64 - js_len(&indicator) as i64;
+    let indicator = result_indicator(len as u64, max_chars);
+    // Its two ellipses are three bytes and one unit each; the rest is ASCII.
+    let indicator_units = indicator.len() - 4;
+    debug_assert_eq!(indicator_units as u64, js_len(&indicator));
+    let available = max as i64 - indicator_units as i64;
     let start = (0, false);
     if available <= 0 {
         let out = slice_at(content, start, byte_at(content, max));
@@ -267,9 +273,36 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(St
     push_slice(&mut out, content, start, head);
     out.push_str(&indicator);
     push_slice(&mut out, content, tail, (content.len(), false));
-    let units = head_units + js_len(&indicator) as usize + tail_units;
+    let units = head_units + indicator_units + tail_units;
     debug_assert_eq!(units as u64, js_len(&out));
     Some((out, units as u64))
+}
+
+/// `truncateToolResultContent`'s indicator, `\n\n… [truncated: {len} chars exceeded {max}
+/// limit] …\n\n`, written without the formatting machinery (it is made for every cut).
+fn result_indicator(len: u64, max: u64) -> String {
+    let mut s = String::with_capacity(64);
+    s.push_str("\n\n… [truncated: ");
+    push_uint(&mut s, len);
+    s.push_str(" chars exceeded ");
+    push_uint(&mut s, max);
+    s.push_str(" limit] …\n\n");
+    s
+}
+
+/// `v` in decimal.
+fn push_uint(s: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    s.extend(digits[i..].iter().map(|&d| char::from(d)));
 }
 
 /// `truncateToolInput(serialized, maxChars)._truncated`: head ~70 % and tail ~30 %, no newline
@@ -452,6 +485,22 @@ mod tests {
                 - js_len("\n\n… [soft-trimmed: 2000 chars → 20 chars, middle removed] …\n\n"),
             20
         );
+    }
+
+    #[test]
+    fn the_indicator_is_the_formatted_one() {
+        for (len, max) in [
+            (0, 0),
+            (1, 9),
+            (10, 10),
+            (12_000, 2_987),
+            (u64::MAX, 400_000),
+        ] {
+            assert_eq!(
+                result_indicator(len, max),
+                format!("\n\n… [truncated: {len} chars exceeded {max} limit] …\n\n")
+            );
+        }
     }
 
     #[test]
