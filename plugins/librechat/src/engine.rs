@@ -92,6 +92,7 @@ fn info_of(m: &ctxlab_plugin_api::Msg<'_>, tools_before: usize) -> Lc {
         calls,
         pinned: m.is_pinned(),
         text_tokens: Default::default(),
+        cuts: Default::default(),
         orphan_from: usize::MAX,
     }
 }

@@ -7,7 +7,7 @@
 use crate::config::ContextPruning;
 use crate::truncation::{
     js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input,
-    truncate_result, truncate_result_of,
+    truncate_result, truncate_result_of, Cuts,
 };
 
 /// A text the run made (masked, truncated, pruned), shared.
@@ -136,6 +136,8 @@ pub struct Lc {
     pub pinned: bool,
     /// The counter's count of the original text, once a cut needed it ([`Recount`]).
     pub text_tokens: std::cell::Cell<Option<u64>>,
+    /// Where the last cuts of the original text fell (the next run cuts it near there).
+    pub cuts: Cuts,
     /// In a context of the messages from position f on (the system message aside), this one is
     /// an orphan (a result whose call is not there, an AI message one of whose calls has no
     /// result there) when f ≥ `orphan_from` ([`link`]; `usize::MAX`: never).
@@ -1086,7 +1088,9 @@ impl Pruner {
             if self.lens[i] <= max {
                 continue;
             }
-            if let Some((t, units)) = truncate_result_of(self.text(tx, i), self.lens[i], max) {
+            let cuts = self.content[i].is_none().then_some(&msgs[i].cuts);
+            if let Some((t, units)) = truncate_result_of(self.text(tx, i), self.lens[i], max, cuts)
+            {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
                 self.lens[i] = units;
                 self.content[i] = Some(t.into());
@@ -1314,8 +1318,11 @@ fn preflight_on(
         if w.lens[i] <= max {
             continue;
         }
-        let text = w.content[i].as_deref().unwrap_or_else(|| tx.text(i));
-        if let Some((new, units)) = truncate_result_of(text, w.lens[i], max) {
+        let (text, cuts) = match w.content[i].as_deref() {
+            Some(t) => (t, None),
+            None => (tx.text(i), Some(&m.cuts)),
+        };
+        if let Some((new, units)) = truncate_result_of(text, w.lens[i], max, cuts) {
             w.set_count(i, rc.recount(m, tx.text(i), &new));
             w.lens[i] = units;
             w.content[i] = Some(new.into());
@@ -1611,6 +1618,7 @@ mod tests {
             result_of: None,
             pinned: false,
             text_tokens: Default::default(),
+            cuts: Default::default(),
             orphan_from: usize::MAX,
         }
     }

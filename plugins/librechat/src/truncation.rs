@@ -67,12 +67,23 @@ fn units_of_block(block: &[u8]) -> u64 {
 
 /// Where UTF-16 unit `u` of `s` starts, as a byte offset (the end when `u` is past it), and
 /// whether `u` falls between the two halves of a surrogate pair (the offset is then the pair's
-/// character), walking from the start: 64 bytes at a time while the whole block lies before
-/// `u`, then by character.
-fn byte_at(s: &str, u: usize) -> (usize, bool) {
+/// character), walking from a known place `(byte, unit)` of `s` (a character start and the
+/// units before it) forward or back: a cut near the last cut of the same text costs the
+/// distance between them.
+fn byte_near(s: &str, from: (usize, usize), u: usize) -> (usize, bool) {
+    if u >= from.1 {
+        forward(s, from, u)
+    } else {
+        backward(s, from, u)
+    }
+}
+
+/// [`byte_near`] for `u` at or after `from`: 64 bytes at a time while the whole block lies
+/// before `u`, then by character.
+fn forward(s: &str, from: (usize, usize), u: usize) -> (usize, bool) {
     let bytes = s.as_bytes();
     // Units of the characters that start before byte `p`.
-    let (mut p, mut units) = (0usize, 0usize);
+    let (mut p, mut units) = from;
     while p + 64 <= bytes.len() {
         let w = units_of_block(&bytes[p..p + 64]) as usize;
         if units + w > u {
@@ -102,16 +113,13 @@ fn byte_at(s: &str, u: usize) -> (usize, bool) {
     (s.len(), false)
 }
 
-/// [`byte_at`] for a unit near the end of `s` (of `len` units), walking from the end: 64
-/// bytes at a time while the unit before the block stays past `u`, then by character.
-fn byte_at_back(s: &str, len: usize, u: usize) -> (usize, bool) {
-    if u >= len {
-        return (s.len(), false);
-    }
+/// [`byte_near`] for `u` before `from`: 64 bytes at a time while the unit before the block
+/// stays past `u`, then by character.
+fn backward(s: &str, from: (usize, usize), u: usize) -> (usize, bool) {
     let bytes = s.as_bytes();
     // Units of the characters that start before byte `q` (a character split at `q` counts
     // with the bytes after it: its lead is before `q`, its continuation bytes count nothing).
-    let (mut q, mut units) = (bytes.len(), len);
+    let (mut q, mut units) = from;
     while q >= 64 {
         let w = units_of_block(&bytes[q - 64..q]) as usize;
         if units - w <= u {
@@ -136,7 +144,13 @@ fn byte_at_back(s: &str, len: usize, u: usize) -> (usize, bool) {
     (0, false)
 }
 
-/// `content.slice(from, to)` from byte positions found by [`byte_at`]: a half pair at either
+/// Where the last head and tail cuts of one text fell (`(byte, unit)` each, at a character
+/// start): the next cut of the same text at a nearby cap walks from there
+/// ([`truncate_result_of`]). Kept per original message; never given for another text.
+#[derive(Debug, Default, Clone)]
+pub struct Cuts(std::cell::Cell<Option<[(u32, u32); 2]>>);
+
+/// `content.slice(from, to)` from byte positions found by [`byte_near`]: a half pair at either
 /// cut becomes U+FFFD (one unit, as the lone surrogate JavaScript leaves).
 fn slice_at(s: &str, from: (usize, bool), to: (usize, bool)) -> String {
     let mut out = String::new();
@@ -190,13 +204,24 @@ fn next_newline(units: &[u16], from: usize) -> Option<usize> {
 /// original length. `None` when the content already fits. Works on the UTF-8 text, walking only
 /// the head and the tail to find their UTF-16 positions.
 pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
-    truncate_result_of(content, js_len(content), max_chars).map(|(t, _)| t)
+    truncate_result_of(content, js_len(content), max_chars, None).map(|(t, _)| t)
 }
 
 /// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps, with the
-/// result's length (worked out from the cuts, not counted again).
-pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(String, u64)> {
+/// result's length (worked out from the cuts, not counted again). `cuts`: where the last cuts
+/// of this same content fell, if known (updated).
+pub fn truncate_result_of(
+    content: &str,
+    len: u64,
+    max_chars: u64,
+    cuts: Option<&Cuts>,
+) -> Option<(String, u64)> {
     let len = len as usize;
+    let cuts = cuts.filter(|_| u32::try_from(content.len()).is_ok());
+    let [head_from, tail_from] = cuts
+        .and_then(|c| c.0.get())
+        .map(|k| k.map(|(b, u)| (b as usize, u as usize)))
+        .unwrap_or([(0, 0), (content.len(), len)]);
     let max = max_chars as usize;
     if len <= max {
         return None;
@@ -208,13 +233,14 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(St
     let available = max as i64 - indicator_units as i64;
     let start = (0, false);
     if available <= 0 {
-        let out = slice_at(content, start, byte_at(content, max));
+        let out = slice_at(content, start, forward(content, (0, 0), max));
         let units = js_len(&out);
         return Some((out, units));
     }
     let available = available as usize;
     if available < 200 {
-        let out = slice_at(content, start, byte_at(content, available)) + indicator.trim_end();
+        let out =
+            slice_at(content, start, forward(content, (0, 0), available)) + indicator.trim_end();
         let units = js_len(&out);
         return Some((out, units));
     }
@@ -224,7 +250,8 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(St
     // is within 200 units of it (so within 800 bytes: no farther one is looked for).
     // Units of the head and the tail as cut (a half pair at a cut is one unit, U+FFFD).
     let mut head_units = head_size;
-    let mut head = byte_at(content, head_size);
+    let mut head = byte_near(content, head_from, head_size);
+    let head_cut = head;
     let (hb, split) = head;
     let at_head = !split && content.as_bytes().get(hb) == Some(&b'\n');
     let nl = if at_head {
@@ -250,7 +277,13 @@ pub fn truncate_result_of(content: &str, len: u64, max_chars: u64) -> Option<(St
     // it is within 200 units of it.
     let tail_start = len - tail_size;
     let mut tail_units = tail_size;
-    let mut tail = byte_at_back(content, len, tail_start);
+    let mut tail = byte_near(content, tail_from, tail_start);
+    if let Some(c) = cuts {
+        // Each cut as a character start and the units before it (a split pair's start is one
+        // unit before the cut).
+        let at = |(b, split): (usize, bool), u: usize| (b as u32, (u - usize::from(split)) as u32);
+        c.0.set(Some([at(head_cut, head_size), at(tail, tail_start)]));
+    }
     let (tb, split) = tail;
     let (from_b, from_unit) = if split {
         let w = content[tb..].chars().next().map_or(0, char::len_utf8);
@@ -405,7 +438,9 @@ mod tests {
             }
             let len = js_len(&text);
             assert_eq!(len, text.encode_utf16().count() as u64);
-            for max in [
+            // The same text cut again and again, each cut walking from the last one's place.
+            let cuts = Cuts::default();
+            let maxes = [
                 0,
                 1,
                 7,
@@ -415,15 +450,18 @@ mod tests {
                 300,
                 301,
                 555,
+                len / 3,
+                (len / 2).saturating_sub(37),
                 len / 2,
                 len.saturating_sub(1),
                 len,
-            ] {
-                assert_eq!(
-                    truncate_result(&text, max),
-                    truncate_result_units(&text, max),
-                    "{text:?} at {max}"
-                );
+            ];
+            // Up and then down: the last cuts lie before and after the next ones.
+            for max in maxes.iter().chain(maxes.iter().rev()).copied() {
+                let want = truncate_result_units(&text, max);
+                assert_eq!(truncate_result(&text, max), want, "{text:?} at {max}");
+                let near = truncate_result_of(&text, len, max, Some(&cuts)).map(|(t, _)| t);
+                assert_eq!(near, want, "{text:?} at {max}, from the last cuts");
             }
         }
     }
