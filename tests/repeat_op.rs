@@ -61,13 +61,19 @@ export_plugin!(name: "repeat", version: "0", strategies: [&ScriptedFactory]);
 /// A user request, then three rounds of (call, long result, answer, next request); a model
 /// call before each answer: with 3, 7 and 11 messages.
 fn session() -> Session {
+    session_of(3)
+}
+
+/// [`session`] with `rounds` rounds: the result of round k is at 2 + 4k, its call sees
+/// messages up to 3 + 4k.
+fn session_of(rounds: usize) -> Session {
     let mut s = Session {
         id: "repeat".into(),
         ..Session::default()
     };
     s.agent_index("main");
     s.messages.push(text(Role::User, "read the files"));
-    for k in 0..3 {
+    for k in 0..rounds {
         let id = format!("c{k}");
         s.messages.push(msg(
             Role::Assistant,
@@ -88,7 +94,9 @@ fn session() -> Session {
         s.messages.push(text(Role::Assistant, "done"));
         s.messages.push(text(Role::User, "go on"));
     }
-    s.calls = [3, 7, 11].map(|end| call(end, Some(end))).to_vec();
+    s.calls = (0..rounds)
+        .map(|k| call(3 + 4 * k, Some(3 + 4 * k)))
+        .collect();
     s
 }
 
@@ -117,13 +125,17 @@ fn repeat(start: usize, end: usize) -> Op {
 }
 
 fn replay(calls: &[Vec<Op>]) -> ctxlab::Result<replay::Run> {
+    replay_on(&session(), calls)
+}
+
+fn replay_on(session: &Session, calls: &[Vec<Op>]) -> ctxlab::Result<replay::Run> {
     let params = json!({ "ops": serde_json::to_string(calls).unwrap() });
     replay_in_process(
         plugin_table(),
         "repeat",
         "test.repeat",
         params,
-        &session(),
+        session,
         true,
     )
 }
@@ -221,4 +233,58 @@ fn a_repeated_edit_follows_its_message_after_a_persistent_drop_before_it() {
     // Against nothing repeated, the repeat really sends the edit.
     let c = replay(&[vec![], first, vec![]]).unwrap();
     assert!(a.samples[2].input_tokens < c.samples[2].input_tokens);
+}
+
+/// LibreChat's usual decision: the window of masked results slides by one each call, so the
+/// repeat covers the last window less its first edit and one new edit follows it (the host
+/// keeps the repeated stretch in place and leaves the dropped ones behind, dropping them when
+/// they outnumber the rest); every seventh call one edit inside the window changes for that
+/// call only, so the next call sends it again too (repeats around a sent edit). Measured call
+/// by call as the same masks sent whole every time.
+#[test]
+fn a_sliding_window_of_repeats_measures_as_the_edits_sent_again() {
+    const ROUNDS: usize = 120;
+    const WINDOW: usize = 5;
+    let at = |j: usize| 2 + 4 * j;
+    let text = |j: usize, k: usize| {
+        if k % 7 == 0 && j + 2 == k {
+            format!("[changed {j} at {k}]")
+        } else {
+            format!("[masked {j}]")
+        }
+    };
+    let mut sent = Vec::new();
+    let mut repeated = Vec::new();
+    for k in 0..ROUNDS {
+        let first = (k + 1).saturating_sub(WINDOW);
+        sent.push(
+            (first..=k)
+                .map(|j| mask(&text(j, k), at(j)))
+                .collect::<Vec<_>>(),
+        );
+        // What differs from the last call's edits, inside the window kept from it.
+        let changed: Vec<usize> = (first..k)
+            .filter(|&j| k > 0 && text(j, k) != text(j, k - 1))
+            .collect();
+        let mut ops = Vec::new();
+        let mut from = at(first);
+        for &j in &changed {
+            if from < at(j) {
+                ops.push(repeat(from, at(j)));
+            }
+            ops.push(mask(&text(j, k), at(j)));
+            from = at(j) + 1;
+        }
+        if k > 0 && from < at(k) {
+            ops.push(repeat(from, at(k)));
+        }
+        ops.push(mask(&text(k, k), at(k)));
+        repeated.push(ops);
+    }
+    let session = session_of(ROUNDS);
+    let a = replay_on(&session, &sent).unwrap();
+    let b = replay_on(&session, &repeated).unwrap();
+    assert_eq!(outcome(&a), outcome(&b));
+    let none = replay_on(&session, &[]).unwrap();
+    assert!(b.samples[ROUNDS - 1].input_tokens < none.samples[ROUNDS - 1].input_tokens);
 }

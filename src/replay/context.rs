@@ -135,7 +135,7 @@ pub(crate) struct Context<'a> {
     /// The this-call content edits of the agent's last decision, one per message, by key
     /// (ascending): what an ABI 1.7 `Repeat` op makes again. An edit that changes or removes the
     /// entry forgets its own. `standing_spare` is the previous list, kept for its memory.
-    standing: Vec<Standing>,
+    standing: StandingList,
     standing_spare: Vec<Standing>,
     /// Σ over `standing` of each message's tokens now, of its edit's, and of what the edit takes
     /// off (at least 0 each): a decision that repeats most of them is measured from these, less
@@ -168,6 +168,35 @@ struct Standing {
     tokens: u64,
     /// The message's tokens now (kept up to date by `Context::drop_transient`).
     before: u64,
+}
+
+/// The standing edits, in key order: `v[front..]`. The entries before `front` were dropped
+/// from the front by a decision that repeated one stretch of the last list and added after it
+/// (the usual case: a window that slides), and stay until they outnumber the live ones, so such
+/// a decision costs what it adds and drops, not a copy of the list.
+#[derive(Default)]
+struct StandingList {
+    v: Vec<Standing>,
+    front: usize,
+}
+
+impl std::ops::Deref for StandingList {
+    type Target = [Standing];
+    fn deref(&self) -> &[Standing] {
+        &self.v[self.front..]
+    }
+}
+
+impl std::ops::DerefMut for StandingList {
+    fn deref_mut(&mut self) -> &mut [Standing] {
+        &mut self.v[self.front..]
+    }
+}
+
+impl StandingList {
+    fn drain(&mut self, r: std::ops::Range<usize>) -> std::vec::Drain<'_, Standing> {
+        self.v.drain(self.front + r.start..self.front + r.end)
+    }
 }
 
 impl Standing {
@@ -341,7 +370,7 @@ impl<'a> Context<'a> {
             coverage: Coverage::default(),
             scratch: Vec::new(),
             edits: RefCell::default(),
-            standing: Vec::new(),
+            standing: StandingList::default(),
             standing_spare: Vec::new(),
             standing_sums: (0, 0, 0),
             requests: 0,
@@ -1170,16 +1199,59 @@ impl<'a> Context<'a> {
     /// edit moves from the last list to the new one (a copy of its entry, its text untouched),
     /// and each of `plan`'s repeated stretches then names where it is in the new list.
     pub(crate) fn set_standing(&mut self, plan: &mut Plan) {
-        let mut next = std::mem::take(&mut self.standing_spare);
-        next.clear();
-        let mut old = std::mem::take(&mut self.standing);
         let mut sums = (
             plan.repeated_before,
             plan.repeated_after,
             plan.repeated_pruned,
         );
+        let content = |p: &super::validate::Planned| {
+            matches!(
+                p.op.kind,
+                ctxlab_plugin_api::OpKind::Truncate { .. }
+                    | ctxlab_plugin_api::OpKind::Mask { .. }
+                    | ctxlab_plugin_api::OpKind::Offload { .. }
+            ) && p.op.scope == ctxlab_plugin_api::Scope::ThisCall
+        };
+        // One repeated stretch with every new edit after it: the list keeps that stretch where
+        // it is (the entries before it are left behind `front`, those after it dropped), and
+        // the new edits go after it. The same list as below, without moving the stretch.
+        if let [r] = &mut plan.repeated[..] {
+            if plan
+                .edits
+                .iter()
+                .all(|p| !content(p) || p.op.start > r.start)
+            {
+                let list = &mut self.standing;
+                list.v.truncate(list.front + r.hi);
+                list.front += r.lo;
+                (r.lo, r.hi) = (0, r.hi - r.lo);
+                for p in plan.edits.iter().filter(|p| content(p)) {
+                    for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
+                        let x = Standing {
+                            key: self.entries[i].key,
+                            pos: i,
+                            text: t.0.clone(),
+                            tokens: t.1,
+                            before: self.tokens_in(i, i + 1),
+                        };
+                        sums = add3(sums, x.sums());
+                        self.standing.v.push(x);
+                    }
+                }
+                let list = &mut self.standing;
+                if list.front > 32 && list.front > list.v.len() - list.front {
+                    list.v.drain(..list.front);
+                    list.front = 0;
+                }
+                self.standing_sums = sums;
+                return;
+            }
+        }
+        let mut next = std::mem::take(&mut self.standing_spare);
+        next.clear();
+        let StandingList { v: mut old, front } = std::mem::take(&mut self.standing);
         {
-            let mut drained = old.drain(..);
+            let mut drained = old.drain(front..);
             let mut at = 0;
             let mut runs = plan.repeated.iter_mut().peekable();
             // Moves the old list's entries `lo..hi` to the end of the new one.
@@ -1194,13 +1266,7 @@ impl<'a> Context<'a> {
                 r.hi = next.len();
             };
             for p in &plan.edits {
-                let content = matches!(
-                    p.op.kind,
-                    ctxlab_plugin_api::OpKind::Truncate { .. }
-                        | ctxlab_plugin_api::OpKind::Mask { .. }
-                        | ctxlab_plugin_api::OpKind::Offload { .. }
-                );
-                if !content || p.op.scope != ctxlab_plugin_api::Scope::ThisCall {
+                if !content(p) {
                     continue;
                 }
                 while let Some(r) = runs.next_if(|r| r.start < p.op.start) {
@@ -1222,9 +1288,11 @@ impl<'a> Context<'a> {
                 take(r, &mut next);
             }
         }
+        // The entries left behind `front` go with the rest of the last list.
+        old.clear();
         self.standing_sums = sums;
         self.standing_spare = old;
-        self.standing = next;
+        self.standing = StandingList { v: next, front: 0 };
     }
 
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
