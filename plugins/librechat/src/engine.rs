@@ -42,6 +42,8 @@ struct AgentState {
     /// The this-call edits the last decision sent, by host position, with the version of the
     /// text sent (`prune::new_version`): what a `Repeat` op (ABI 1.7) sends again.
     sent: Vec<(usize, u64)>,
+    /// The list before `sent`, kept for its memory (the next decision's list goes there).
+    sent_spare: Vec<(usize, u64)>,
     /// The leading summaries at the last decision: with a history that only grew since, the
     /// positions in `sent` still name the same messages.
     sent_base: usize,
@@ -467,6 +469,7 @@ impl Strategy for LibreChat {
             .filter(|_| grew && base == st.sent_base)
             .and(st.sent_window.as_ref())
             .map(|w| (w, dirty));
+        let spare = std::mem::take(&mut st.sent_spare);
         let (sent, window) = emit(
             base,
             msgs,
@@ -478,9 +481,10 @@ impl Strategy for LibreChat {
             settings.summarization,
             prev,
             same,
+            spare,
             out,
         );
-        st.sent = sent;
+        st.sent_spare = std::mem::replace(&mut st.sent, sent);
         st.sent_window = window;
         st.sent_base = base;
         Ok(())
@@ -559,6 +563,7 @@ fn emit<'r>(
     summarization: bool,
     prev: Option<&[(usize, u64)]>,
     same: Option<(&SentWindow, usize)>,
+    spare: Vec<(usize, u64)>,
     out: &mut Decision,
 ) -> (Vec<(usize, u64)>, Option<SentWindow>) {
     let n = msgs.len();
@@ -743,7 +748,12 @@ fn emit<'r>(
         was: prev.unwrap_or(&[]),
         run: None,
         next: 0,
-        sent: Vec::with_capacity(prev.map_or(0, |p| p.len() + 8)),
+        sent: {
+            let mut v = spare;
+            v.clear();
+            v.reserve(prev.map_or(0, |p| p.len() + 8));
+            v
+        },
     };
     match &res.context {
         Kept::Window {
