@@ -16,6 +16,7 @@ use super::facts::{FactId, Facts};
 use super::prepared::Prepared;
 use super::validate::{EditSig, Plan};
 use crate::model::{Message, MsgIdx, Part, Role, Session};
+use crate::tokens::TokenCounter;
 use ctxlab_plugin_api::abi::*;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -131,7 +132,7 @@ pub(crate) struct Context<'a> {
     /// Entry key → the text edits worked out for it (validation is `&self`, hence the cell).
     /// Strategies that filter the view send the same edits call after call; an edit that
     /// changes or removes the entry forgets them.
-    edits: RefCell<FxHashMap<u64, Vec<CachedEdit>>>,
+    edits: RefCell<FxHashMap<u64, EntryEdits>>,
     /// The this-call content edits of the agent's last decision, one per message, by key
     /// (ascending): what an ABI 1.7 `Repeat` op makes again. An edit that changes or removes the
     /// entry forgets its own. `standing_spare` is the previous list, kept for its memory.
@@ -224,6 +225,17 @@ fn sub3(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
 /// Edits remembered per entry (`Context::edited`).
 const EDITS_PER_ENTRY: usize = 4;
 
+/// What the context remembers of one entry's edits (`Context::edited`): forgotten whenever an
+/// edit changes or removes the entry, so all of it is about the entry's text now.
+#[derive(Default)]
+struct EntryEdits {
+    /// The counter's tokens of the entry's text (`TokenCounter::count_text`), once an edit
+    /// needed them: every new text of the entry is measured against them, and LibreChat cuts
+    /// a long tool result anew at every call (a 12,000-char text for a 1,000-char cut).
+    text_tokens: Option<u64>,
+    list: Vec<CachedEdit>,
+}
+
 struct CachedEdit {
     sig: OwnedSig,
     text: Rc<str>,
@@ -237,12 +249,14 @@ enum OwnedSig {
         tail: u64,
         marker: Box<str>,
     },
-    Replace(Box<str>),
+    /// Mask or offload: the new text is the placeholder itself, so the cached text is the
+    /// signature (not copied again).
+    Replace,
 }
 
-impl OwnedSig {
+impl CachedEdit {
     fn is(&self, sig: &EditSig<'_>) -> bool {
-        match (self, sig) {
+        match (&self.sig, sig) {
             (
                 OwnedSig::Truncate { head, tail, marker },
                 EditSig::Truncate {
@@ -251,11 +265,13 @@ impl OwnedSig {
                     marker: m,
                 },
             ) => head == h && tail == t && &**marker == *m,
-            (OwnedSig::Replace(a), EditSig::Replace(b)) => &**a == *b,
+            (OwnedSig::Replace, EditSig::Replace(b)) => &*self.text == *b,
             _ => false,
         }
     }
+}
 
+impl OwnedSig {
     fn of(sig: &EditSig<'_>) -> OwnedSig {
         match *sig {
             EditSig::Truncate { head, tail, marker } => OwnedSig::Truncate {
@@ -263,7 +279,7 @@ impl OwnedSig {
                 tail,
                 marker: marker.into(),
             },
-            EditSig::Replace(t) => OwnedSig::Replace(t.into()),
+            EditSig::Replace(_) => OwnedSig::Replace,
         }
     }
 }
@@ -1296,22 +1312,30 @@ impl<'a> Context<'a> {
     }
 
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
-    /// was worked out before, else `make()` (new text, tokens), remembered.
+    /// was worked out before, else `make(text_tokens)` (new text, tokens), remembered.
+    /// `text_tokens()` is `counter.count_text` of the entry's text now, counted once per text
+    /// (an edit's tokens are the message's less its text's, plus the new text's). For a
+    /// `EditSig::Replace`, `make` must answer the placeholder itself as the text.
     pub(crate) fn edited(
         &self,
         i: usize,
         sig: EditSig<'_>,
-        make: impl FnOnce() -> (Rc<str>, u64),
+        counter: &dyn TokenCounter,
+        make: impl FnOnce(&mut dyn FnMut() -> u64) -> (Rc<str>, u64),
     ) -> (Rc<str>, u64) {
         let key = self.entries[i].key;
         let mut edits = self.edits.borrow_mut();
-        let list = edits.entry(key).or_default();
-        if let Some(c) = list.iter().find(|c| c.sig.is(&sig)) {
+        let slot = edits.entry(key).or_default();
+        if let Some(c) = slot.list.iter().find(|c| c.is(&sig)) {
             return (c.text.clone(), c.tokens);
         }
-        let (text, tokens) = make();
+        let known = &mut slot.text_tokens;
+        let (text, tokens) =
+            make(&mut || *known.get_or_insert_with(|| counter.count_text(self.text(i))));
+        debug_assert!(!matches!(sig, EditSig::Replace(t) if *t != *text));
         // A strategy whose edits of a message vary call by call (a cut that follows the budget)
         // would grow the list without end: keep the latest few.
+        let list = &mut slot.list;
         if list.len() >= EDITS_PER_ENTRY {
             list.remove(0);
         }
@@ -1605,7 +1629,7 @@ mod tests {
             marker: "~",
         };
         let mut edit = |ctx: &Context<'_>, i: usize| {
-            ctx.edited(i, sig, || {
+            ctx.edited(i, sig, &Chars4, |_| {
                 made += 1;
                 let t = ctx.text(i);
                 (format!("{}~{}", &t[..2], &t[t.len() - 2..]).into(), 1)
