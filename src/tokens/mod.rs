@@ -176,20 +176,50 @@ pub fn counter(name: &str) -> crate::Result<Arc<dyn TokenCounter>> {
 
 /// ASCII bytes and non-ASCII characters of a UTF-8 text, in one pass over the bytes.
 /// A character is non-ASCII when its lead byte is >= 0xC0; continuation bytes (0x80..0xC0) are
-/// not characters. Counting bytes instead of decoding chars lets the loop vectorize.
+/// not characters. Counting bytes instead of decoding chars lets the loop vectorize: 16 bytes a
+/// step in the portable build, 32 where the CPU has AVX2 (checked at run time, once: std caches
+/// it). Every text a strategy writes is counted here, a LibreChat replay's 100 MB per 10k messages.
 pub(crate) fn ascii_and_other_chars(text: &str) -> (u64, u64) {
+    let bytes = text.as_bytes();
+    #[cfg(target_arch = "x86_64")]
+    if bytes.len() >= 64 && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { ascii_and_lead_avx2(bytes) };
+    }
+    ascii_and_lead(bytes)
+}
+
+/// `ascii_and_lead` compiled for AVX2 (the same code, wider vectors).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn ascii_and_lead_avx2(bytes: &[u8]) -> (u64, u64) {
+    ascii_and_lead(bytes)
+}
+
+#[inline(always)]
+fn ascii_and_lead(bytes: &[u8]) -> (u64, u64) {
+    // 32 byte-wide lane counters per class, added up every 255 steps (before a lane can
+    // overflow): the compiler keeps them in vector registers, one compare and one subtract per
+    // class and step. The scalar loop over the last < 32 bytes is the only per-text tail.
+    const W: usize = 32;
+    let (body, tail) = bytes.split_at(bytes.len() / W * W);
     let mut ascii = 0u64;
     let mut lead = 0u64;
-    // Chunks bound the u8-wide accumulators so the compiler can keep them in vector lanes.
-    for chunk in text.as_bytes().chunks(255) {
-        let mut a = 0u8;
-        let mut l = 0u8;
-        for &b in chunk {
-            a += (b < 0x80) as u8;
-            l += ((b as i8) >= -0x40) as u8;
+    for block in body.chunks(W * 255) {
+        let mut a = [0u8; W];
+        let mut l = [0u8; W];
+        for v in block.chunks_exact(W) {
+            for k in 0..W {
+                a[k] += (v[k] < 0x80) as u8;
+                l[k] += ((v[k] as i8) >= -0x40) as u8;
+            }
         }
-        ascii += a as u64;
-        lead += l as u64;
+        ascii += a.iter().map(|&x| x as u64).sum::<u64>();
+        lead += l.iter().map(|&x| x as u64).sum::<u64>();
+    }
+    for &b in tail {
+        ascii += (b < 0x80) as u64;
+        lead += ((b as i8) >= -0x40) as u64;
     }
     (ascii, lead - ascii)
 }
@@ -206,6 +236,44 @@ mod tests {
         assert_eq!(ascii_and_other_chars("héllo 中😀"), (5, 3));
         let long = "ab中".repeat(1000);
         assert_eq!(ascii_and_other_chars(&long), (2000, 1000));
+    }
+
+    /// The vectorized count (portable and AVX2) equals a count over decoded characters, on
+    /// random mixes of 1- to 4-byte characters of every length around the vector and chunk
+    /// sizes, and at every offset (unaligned starts).
+    #[test]
+    fn ascii_and_other_chars_equals_a_char_by_char_count() {
+        let simple = |t: &str| {
+            let ascii = t.chars().filter(|c| c.is_ascii()).count() as u64;
+            (ascii, t.chars().count() as u64 - ascii)
+        };
+        let pool = ['a', ' ', '\n', '\0', '~', 'é', 'ß', '→', '中', '😀', '\u{7f}', '\u{80}'];
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for len in (0..300).chain([1000, 4095, 8159, 8160, 8161, 12_000, 20_000]) {
+            // Mostly ASCII (as code is), or evenly mixed.
+            let ascii_bias = next() % 2 == 0;
+            let text: String = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if ascii_bias && r % 8 != 0 {
+                        (b'!' + (r >> 8) as u8 % 90) as char
+                    } else {
+                        pool[(r >> 8) as usize % pool.len()]
+                    }
+                })
+                .collect();
+            for start in text.char_indices().map(|(i, _)| i).take(5) {
+                let t = &text[start..];
+                assert_eq!(ascii_and_other_chars(t), simple(t), "len {len} from {start}");
+                assert_eq!(ascii_and_lead(t.as_bytes()), simple(t), "portable, len {len}");
+            }
+        }
     }
 
     #[test]
