@@ -525,7 +525,10 @@ fn mask_cap(c: usize, count: usize, total_chars: f64) -> u64 {
     let weight = 0.2 + 0.8 * position;
     let total_weight = if count > 1 { 0.6 * count as f64 } else { 1.0 };
     let share = weight / total_weight * total_chars;
-    (MASKED_RESULT_MAX_CHARS as f64).max(share.floor()) as u64
+    // `Math.max(300, Math.floor(share))`: a float-to-integer cast truncates toward zero and
+    // saturates, which is the floor for every share at or above the 300 it is compared with
+    // (baseline x86-64 has no rounding instruction: `floor` is a call).
+    MASKED_RESULT_MAX_CHARS.max(share as u64)
 }
 
 /// The pre-flight cap of the tool result of rank `t` among `tools`.
@@ -535,7 +538,8 @@ fn result_cap(base_chars: f64, t: usize, tools: usize) -> u64 {
     } else {
         1.0
     };
-    200f64.max((base_chars * (0.2 + 0.8 * position)).floor()) as u64
+    // `Math.max(200, Math.floor(…))`, the floor as a truncating cast (see `mask_cap`).
+    200u64.max((base_chars * (0.2 + 0.8 * position)) as u64)
 }
 
 /// The smallest pre-flight cap of any tool result with `base` tokens.
@@ -1081,7 +1085,8 @@ impl Pruner {
         let end = self.last_text.unwrap_or(0);
         let mut masked = 0;
         for i in from..end {
-            if msgs[i].kind != Kind::Tool {
+            // No cap is under the floor: a result at or under it is never cut.
+            if msgs[i].kind != Kind::Tool || self.lens[i] <= MASKED_RESULT_MAX_CHARS {
                 continue;
             }
             let max = mask_cap(msgs[i].tools_before, count, total_chars);
@@ -1310,8 +1315,10 @@ fn preflight_on(
     let mut changed = 0;
     let base_chars = max_tool_result_chars(base) as f64;
     let tools = tools_upto(msgs, msgs.len());
+    // The least cap (rank 0): a result at or under it is never cut.
+    let least = result_cap(base_chars, 0, tools.max(2));
     for (i, m) in msgs.iter().enumerate().skip(from) {
-        if m.kind != Kind::Tool {
+        if m.kind != Kind::Tool || w.lens[i] <= least {
             continue;
         }
         let max = result_cap(base_chars, m.tools_before, tools);
@@ -1335,7 +1342,7 @@ fn preflight_on(
         if m.kind != Kind::Ai || m.calls.is_empty() {
             continue;
         }
-        let longest = match w.inputs.get(&i) {
+        let longest = match (!w.inputs.is_empty()).then(|| w.inputs.get(&i)).flatten() {
             Some(v) => v.iter().map(|x| js_len(x)).max().unwrap_or(0),
             None => m.max_arg,
         };
