@@ -239,8 +239,9 @@ fn a_repeated_edit_follows_its_message_after_a_persistent_drop_before_it() {
 /// repeat covers the last window less its first edit and one new edit follows it (the host
 /// keeps the repeated stretch in place and leaves the dropped ones behind, dropping them when
 /// they outnumber the rest); every seventh call one edit inside the window changes for that
-/// call only, so the next call sends it again too (repeats around a sent edit). Measured call
-/// by call as the same masks sent whole every time.
+/// call only, so the next call sends it again too (repeats around a sent edit, which the host
+/// writes over its message's last entry). Measured call by call as the same masks sent whole
+/// every time.
 #[test]
 fn a_sliding_window_of_repeats_measures_as_the_edits_sent_again() {
     const ROUNDS: usize = 120;

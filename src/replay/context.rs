@@ -172,9 +172,9 @@ struct Standing {
 }
 
 /// The standing edits, in key order: `v[front..]`. The entries before `front` were dropped
-/// from the front by a decision that repeated one stretch of the last list and added after it
-/// (the usual case: a window that slides), and stay until they outnumber the live ones, so such
-/// a decision costs what it adds and drops, not a copy of the list.
+/// from the front by a decision that kept the repeated stretches in place (`set_standing`: the
+/// usual case, a window that slides), and stay until they outnumber the live ones, so such a
+/// decision costs what it adds, changes and drops, not a copy of the list.
 #[derive(Default)]
 struct StandingList {
     v: Vec<Standing>,
@@ -1228,20 +1228,42 @@ impl<'a> Context<'a> {
                     | ctxlab_plugin_api::OpKind::Offload { .. }
             ) && p.op.scope == ctxlab_plugin_api::Scope::ThisCall
         };
-        // One repeated stretch with every new edit after it: the list keeps that stretch where
-        // it is (the entries before it are left behind `front`, those after it dropped), and
-        // the new edits go after it. The same list as below, without moving the stretch.
-        if let [r] = &mut plan.repeated[..] {
-            if plan
-                .edits
-                .iter()
-                .all(|p| !content(p) || p.op.start > r.start)
-            {
-                let list = &mut self.standing;
-                list.v.truncate(list.front + r.hi);
-                list.front += r.lo;
-                (r.lo, r.hi) = (0, r.hi - r.lo);
+        // The repeated stretches stay where they are when nothing new comes before the first
+        // and the new edits between two of them are as many as the entries the last list had
+        // there (a changed edit in place of its message's last one): the entries before the
+        // first stretch are left behind `front`, those after the last dropped, the ones between
+        // overwritten, and the new edits after the last pushed. The same list as below, where
+        // every repeated entry moves to a new list. (The usual LibreChat call: its window slides
+        // and a mask or two inside it changes.)
+        if !plan.repeated.is_empty() {
+            let runs = &plan.repeated;
+            let mut between = vec![0usize; runs.len()];
+            let mut k = 0;
+            let mut fits = true;
+            for p in plan.edits.iter().filter(|p| content(p)) {
+                while k < runs.len() && runs[k].start < p.op.start {
+                    k += 1;
+                }
+                if k == 0 {
+                    fits = false;
+                    break;
+                }
+                between[k - 1] += (p.op.end - p.op.start).min(p.texts.len());
+            }
+            fits &= runs
+                .windows(2)
+                .zip(&between)
+                .all(|(w, &n)| n == w[1].lo - w[0].hi);
+            if fits {
+                let (first, last) = (runs[0].lo, runs[runs.len() - 1].hi);
+                let base = self.standing.front;
+                self.standing.v.truncate(base + last);
+                let (mut k, mut slot) = (0, 0);
                 for p in plan.edits.iter().filter(|p| content(p)) {
+                    while k < runs.len() && runs[k].start < p.op.start {
+                        slot = runs[k].hi;
+                        k += 1;
+                    }
                     for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
                         let x = Standing {
                             key: self.entries[i].key,
@@ -1251,10 +1273,19 @@ impl<'a> Context<'a> {
                             before: self.tokens_in(i, i + 1),
                         };
                         sums = add3(sums, x.sums());
-                        self.standing.v.push(x);
+                        if k < runs.len() {
+                            self.standing.v[base + slot] = x;
+                            slot += 1;
+                        } else {
+                            self.standing.v.push(x);
+                        }
                     }
                 }
+                for r in plan.repeated.iter_mut() {
+                    (r.lo, r.hi) = (r.lo - first, r.hi - first);
+                }
                 let list = &mut self.standing;
+                list.front = base + first;
                 if list.front > 32 && list.front > list.v.len() - list.front {
                     list.v.drain(..list.front);
                     list.front = 0;

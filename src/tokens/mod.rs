@@ -247,7 +247,9 @@ mod tests {
             let ascii = t.chars().filter(|c| c.is_ascii()).count() as u64;
             (ascii, t.chars().count() as u64 - ascii)
         };
-        let pool = ['a', ' ', '\n', '\0', '~', 'é', 'ß', '→', '中', '😀', '\u{7f}', '\u{80}'];
+        let pool = [
+            'a', ' ', '\n', '\0', '~', 'é', 'ß', '→', '中', '😀', '\u{7f}', '\u{80}',
+        ];
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             rng ^= rng << 13;
@@ -270,8 +272,16 @@ mod tests {
                 .collect();
             for start in text.char_indices().map(|(i, _)| i).take(5) {
                 let t = &text[start..];
-                assert_eq!(ascii_and_other_chars(t), simple(t), "len {len} from {start}");
-                assert_eq!(ascii_and_lead(t.as_bytes()), simple(t), "portable, len {len}");
+                assert_eq!(
+                    ascii_and_other_chars(t),
+                    simple(t),
+                    "len {len} from {start}"
+                );
+                assert_eq!(
+                    ascii_and_lead(t.as_bytes()),
+                    simple(t),
+                    "portable, len {len}"
+                );
             }
         }
     }
