@@ -233,6 +233,9 @@ struct EntryEdits {
     /// needed them: every new text of the entry is measured against them, and LibreChat cuts
     /// a long tool result anew at every call (a 12,000-char text for a 1,000-char cut).
     text_tokens: Option<u64>,
+    /// The host's own truncations of the entry's text (`Context::edited`). A mask's text comes
+    /// whole from the plugin and is not cached: checking it against earlier ones (memcmp of
+    /// texts that share their head) cost more than working it out (a count of the new text).
     list: Vec<CachedEdit>,
 }
 
@@ -249,9 +252,6 @@ enum OwnedSig {
         tail: u64,
         marker: Box<str>,
     },
-    /// Mask or offload: the new text is the placeholder itself, so the cached text is the
-    /// signature (not copied again).
-    Replace,
 }
 
 impl CachedEdit {
@@ -265,8 +265,6 @@ impl CachedEdit {
                     marker: m,
                 },
             ) => head == h && tail == t && &**marker == *m,
-            (OwnedSig::Replace, EditSig::Replace(b)) => &*self.text == *b,
-            _ => false,
         }
     }
 }
@@ -279,7 +277,6 @@ impl OwnedSig {
                 tail,
                 marker: marker.into(),
             },
-            EditSig::Replace(_) => OwnedSig::Replace,
         }
     }
 }
@@ -1342,11 +1339,18 @@ impl<'a> Context<'a> {
         self.standing = StandingList { v: next, front: 0 };
     }
 
+    /// `counter.count_text` of the text of the entry at `i` now, counted once per text (an
+    /// edit's tokens are the message's less its text's, plus the new text's).
+    pub(crate) fn text_tokens(&self, i: usize, counter: &dyn TokenCounter) -> u64 {
+        let key = self.entries[i].key;
+        let mut edits = self.edits.borrow_mut();
+        let known = &mut edits.entry(key).or_default().text_tokens;
+        *known.get_or_insert_with(|| counter.count_text(self.text(i)))
+    }
+
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
     /// was worked out before, else `make(text_tokens)` (new text, tokens), remembered.
-    /// `text_tokens()` is `counter.count_text` of the entry's text now, counted once per text
-    /// (an edit's tokens are the message's less its text's, plus the new text's). For a
-    /// `EditSig::Replace`, `make` must answer the placeholder itself as the text.
+    /// `text_tokens()` is `Context::text_tokens`.
     pub(crate) fn edited(
         &self,
         i: usize,
@@ -1363,7 +1367,6 @@ impl<'a> Context<'a> {
         let known = &mut slot.text_tokens;
         let (text, tokens) =
             make(&mut || *known.get_or_insert_with(|| counter.count_text(self.text(i))));
-        debug_assert!(!matches!(sig, EditSig::Replace(t) if *t != *text));
         // A strategy whose edits of a message vary call by call (a cut that follows the budget)
         // would grow the list without end: keep the latest few.
         let list = &mut slot.list;

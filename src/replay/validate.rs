@@ -394,19 +394,15 @@ pub(crate) fn check(
                 // One copy of the text for every message of the range (most ranges hold one).
                 let mut shared: Option<Rc<str>> = None;
                 for i in op.start..op.end {
-                    p.texts
-                        .push(ctx.edited(i, EditSig::Replace(t), counter, |text_tokens| {
-                            // Parts for several tool results (ABI 1.4) are counted as the text
-                            // they become; the separators stay for `Context::apply` to split at.
-                            let tokens = match split_results(t, ctx.results_in(i)) {
-                                Some((joined, _)) => {
-                                    retokens(ctx, i, text_tokens(), &joined, counter)
-                                }
-                                None => retokens(ctx, i, text_tokens(), t, counter),
-                            };
-                            let text = shared.get_or_insert_with(|| Rc::from(t.as_str()));
-                            (text.clone(), tokens)
-                        }));
+                    // Parts for several tool results (ABI 1.4) are counted as the text they
+                    // become; the separators stay for `Context::apply` to split at.
+                    let old_text = ctx.text_tokens(i, counter);
+                    let tokens = match split_results(t, ctx.results_in(i)) {
+                        Some((joined, _)) => retokens(ctx, i, old_text, &joined, counter),
+                        None => retokens(ctx, i, old_text, t, counter),
+                    };
+                    let text = shared.get_or_insert_with(|| Rc::from(t.as_str()));
+                    p.texts.push((text.clone(), tokens));
                 }
             }
             OpKind::DropResults { remove, contents } => {
@@ -462,7 +458,7 @@ pub(crate) fn check(
                     let tokens = retokens(
                         ctx,
                         i,
-                        counter.count_text(ctx.text(i)),
+                        ctx.text_tokens(i, counter),
                         &contents.join("\n"),
                         counter,
                     );
@@ -541,7 +537,8 @@ fn retokens(
     ctx.views[i].tokens.saturating_sub(old_text) + counter.count_text(text)
 }
 
-/// What an edit of one message's text is, for the context's cache of edits.
+/// What an edit of one message's text is, for the context's cache of edits: the host's own
+/// truncation (a mask or offload text comes whole from the plugin).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EditSig<'d> {
     Truncate {
@@ -549,8 +546,6 @@ pub(crate) enum EditSig<'d> {
         tail: u64,
         marker: &'d str,
     },
-    /// Mask or offload: the text becomes this placeholder or stub.
-    Replace(&'d str),
 }
 
 #[cfg(test)]
