@@ -1207,6 +1207,17 @@ impl<'a> Context<'a> {
         !self.standing.is_empty()
     }
 
+    /// The standing entry of a this-call edit of the message at `i` (its text and tokens `t`).
+    fn standing_of(&self, i: usize, t: &(Rc<str>, u64)) -> Standing {
+        Standing {
+            key: self.entries[i].key,
+            pos: i,
+            text: t.0.clone(),
+            tokens: t.1,
+            before: self.tokens_in(i, i + 1),
+        }
+    }
+
     /// Remembers the this-call content edits of a checked decision (its edits and repeats, by
     /// position) for the next decision's `Repeat` ops; the ones before are forgotten. A repeated
     /// edit moves from the last list to the new one (a copy of its entry, its text untouched),
@@ -1262,13 +1273,7 @@ impl<'a> Context<'a> {
                         k += 1;
                     }
                     for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
-                        let x = Standing {
-                            key: self.entries[i].key,
-                            pos: i,
-                            text: t.0.clone(),
-                            tokens: t.1,
-                            before: self.tokens_in(i, i + 1),
-                        };
+                        let x = self.standing_of(i, t);
                         sums = add3(sums, x.sums());
                         if k < runs.len() {
                             self.standing.v[base + slot] = x;
@@ -1317,13 +1322,7 @@ impl<'a> Context<'a> {
                     take(r, &mut next);
                 }
                 for (i, t) in (p.op.start..p.op.end).zip(p.texts.iter()) {
-                    let x = Standing {
-                        key: self.entries[i].key,
-                        pos: i,
-                        text: t.0.clone(),
-                        tokens: t.1,
-                        before: self.tokens_in(i, i + 1),
-                    };
+                    let x = self.standing_of(i, t);
                     sums = add3(sums, x.sums());
                     next.push(x);
                 }
