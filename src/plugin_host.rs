@@ -519,6 +519,8 @@ struct Collect<'c> {
     thresholds: Vec<Threshold>,
     /// The run's counter, offered to the plugin as `Sink::count_text` (ABI 1.1).
     counter: Option<&'c dyn crate::tokens::TokenCounter>,
+    /// The call's messages, whose cuts `Sink::count_cut` counts (ABI 1.8).
+    messages: &'c [MessageView],
 }
 
 /// A string a plugin hands the host, as `StrRef::as_str` reads it (up to its first byte that is
@@ -544,6 +546,32 @@ unsafe extern "C" fn count_text(ctx: *mut c_void, text: StrRef) -> u64 {
     match (ctx as *mut Collect).as_ref().and_then(|c| c.counter) {
         Some(counter) => counter.count_text(plugin_str(&text)),
         None => 0,
+    }
+}
+
+unsafe extern "C" fn count_cut(
+    ctx: *mut c_void,
+    message: u64,
+    head: u64,
+    marker: StrRef,
+    tail: u64,
+) -> u64 {
+    let Some(c) = (ctx as *mut Collect).as_ref() else {
+        return u64::MAX;
+    };
+    let (Some(counter), Some(m)) = (
+        c.counter,
+        usize::try_from(message)
+            .ok()
+            .and_then(|i| c.messages.get(i)),
+    ) else {
+        return u64::MAX;
+    };
+    // The host's own text (made by the host, valid UTF-8).
+    let text = m.text.as_host_str();
+    match crate::replay::cut_pieces(text, head, tail) {
+        Some((h, t)) => counter.count_pieces(&[h, plugin_str(&marker), t]),
+        None => u64::MAX,
     }
 }
 
@@ -612,6 +640,11 @@ unsafe extern "C" fn push_op(ctx: *mut c_void, op: *const EditOp) {
             marker: text,
         },
         OP_MASK => OpKind::Mask { placeholder: text },
+        OP_CUT => OpKind::Cut {
+            head: op.head_chars,
+            tail: op.tail_chars,
+            marker: text,
+        },
         OP_OFFLOAD => OpKind::Offload { stub: text },
         OP_PIN => OpKind::Pin,
         OP_UNPIN => OpKind::Unpin,
@@ -696,6 +729,7 @@ fn sink(c: &mut Collect) -> Sink {
         push_gauge,
         push_threshold,
         count_text: count.then_some(count_text as _),
+        count_cut: count.then_some(count_cut as _),
     }
 }
 
@@ -719,8 +753,15 @@ impl Instance {
             Backend::InProcess(p) => *p,
             Backend::Child(c) => return c.decide(call, counter).map_err(|e| self.entry.err(e)),
         };
+        let messages = if call.messages.is_null() || call.messages_len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller keeps the call's views valid for the call.
+            unsafe { std::slice::from_raw_parts(call.messages, call.messages_len) }
+        };
         let mut c = Collect {
             counter,
+            messages,
             ..Collect::default()
         };
         let s = sink(&mut c);

@@ -229,7 +229,7 @@ fn the_header_matches_the_rust_abi_field_by_field() {
     });
     layout!(p, Sink => "ctxlab_sink" {
         ctx => ctx, push_op => push_op, push_event => push_event, push_gauge => push_gauge,
-        push_threshold => push_threshold, count_text => count_text,
+        push_threshold => push_threshold, count_text => count_text, count_cut => count_cut,
     });
     layout!(p, StrategyDesc => "ctxlab_strategy_desc" {
         id => id, title => title, system => system, description => description,
@@ -250,14 +250,14 @@ fn the_header_matches_the_rust_abi_field_by_field() {
         FLAG_TOOL_RESULT => CTXLAB_FLAG_TOOL_RESULT, FLAG_ERROR => CTXLAB_FLAG_ERROR,
         FLAG_EDITED => CTXLAB_FLAG_EDITED, FLAG_IMAGE => CTXLAB_FLAG_IMAGE,
         FLAG_REQUEST => CTXLAB_FLAG_REQUEST, FLAG_CONTENT => CTXLAB_FLAG_CONTENT,
-        FLAG_PARTS => CTXLAB_FLAG_PARTS, PART_TEXT => CTXLAB_PART_TEXT,
+        FLAG_PARTS => CTXLAB_FLAG_PARTS, FLAG_CUT => CTXLAB_FLAG_CUT, PART_TEXT => CTXLAB_PART_TEXT,
         PART_THINKING => CTXLAB_PART_THINKING, PART_TOOL_CALL => CTXLAB_PART_TOOL_CALL,
         PART_TOOL_RESULT => CTXLAB_PART_TOOL_RESULT,
         OP_DROP => CTXLAB_OP_DROP, OP_SUMMARIZE => CTXLAB_OP_SUMMARIZE,
         OP_TRUNCATE => CTXLAB_OP_TRUNCATE, OP_MASK => CTXLAB_OP_MASK,
         OP_OFFLOAD => CTXLAB_OP_OFFLOAD, OP_PIN => CTXLAB_OP_PIN, OP_UNPIN => CTXLAB_OP_UNPIN,
         OP_ALLOW_SPLIT => CTXLAB_OP_ALLOW_SPLIT, OP_DROP_RESULTS => CTXLAB_OP_DROP_RESULTS,
-        OP_REPEAT => CTXLAB_OP_REPEAT,
+        OP_REPEAT => CTXLAB_OP_REPEAT, OP_CUT => CTXLAB_OP_CUT,
         SCOPE_PERSISTENT => CTXLAB_SCOPE_PERSISTENT, SCOPE_THIS_CALL => CTXLAB_SCOPE_THIS_CALL,
         EVENT_NOTE => CTXLAB_EVENT_NOTE, EVENT_WARN => CTXLAB_EVENT_WARN,
         EVENT_CUTOVER => CTXLAB_EVENT_CUTOVER, EVENT_FAILURE => CTXLAB_EVENT_FAILURE,

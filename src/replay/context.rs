@@ -703,7 +703,7 @@ impl<'a> Context<'a> {
         let view = MessageView {
             id,
             role: role_abi(m.role),
-            flags: flags | FLAG_CONTENT,
+            flags: flags | FLAG_CONTENT | FLAG_CUT,
             agent: StrRef::new(&session.agents[m.agent].id),
             tokens,
             chars: prepared.chars(idx),
@@ -837,7 +837,7 @@ impl<'a> Context<'a> {
                 let view = MessageView {
                     id,
                     role: role_abi(role),
-                    flags: FLAG_SUMMARY | FLAG_CONTENT,
+                    flags: FLAG_SUMMARY | FLAG_CONTENT | FLAG_CUT,
                     agent,
                     tokens,
                     chars: text.chars().count() as u64,
@@ -1233,6 +1233,7 @@ impl<'a> Context<'a> {
                 p.op.kind,
                 ctxlab_plugin_api::OpKind::Truncate { .. }
                     | ctxlab_plugin_api::OpKind::Mask { .. }
+                    | ctxlab_plugin_api::OpKind::Cut { .. }
                     | ctxlab_plugin_api::OpKind::Offload { .. }
             ) && p.op.scope == ctxlab_plugin_api::Scope::ThisCall
         };

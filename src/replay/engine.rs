@@ -577,7 +577,9 @@ impl<'s, 'o> Engine<'s, 'o> {
                     CompactionKind::Truncate,
                     Replacement::Texts(p.texts.to_vec()),
                 ),
-                OpKind::Mask { .. } => (CompactionKind::Mask, Replacement::Texts(p.texts.to_vec())),
+                OpKind::Mask { .. } | OpKind::Cut { .. } => {
+                    (CompactionKind::Mask, Replacement::Texts(p.texts.to_vec()))
+                }
                 OpKind::Offload { .. } => (
                     CompactionKind::Offload,
                     Replacement::Texts(p.texts.to_vec()),

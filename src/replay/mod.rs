@@ -38,7 +38,7 @@ pub use prepared::Prepared;
 pub use pricing::{CacheTtl, Lookup, MatchKind, ModelInfo, ModelTable, Price};
 pub use series::{write_series_csv, SERIES_COLUMNS};
 pub use summarizer::SummarizerModel;
-pub use validate::MAX_OPS;
+pub use validate::{cut_pieces, MAX_OPS};
 
 use crate::error::{Error, Result};
 use crate::fmt::fmt_tokens;

@@ -174,6 +174,7 @@ fn kind_name(k: &OpKind) -> &'static str {
         OpKind::Summarize { .. } => "summarize",
         OpKind::Truncate { .. } => "truncate",
         OpKind::Mask { .. } => "mask",
+        OpKind::Cut { .. } => "cut",
         OpKind::Offload { .. } => "offload",
         OpKind::Pin => "pin",
         OpKind::Unpin => "unpin",
@@ -238,6 +239,8 @@ pub(crate) fn check(
     // The ops move into the plan (no copy of their texts).
     let ops = std::mem::take(&mut d.ops);
     plan.edits.reserve(ops.len());
+    // Where a `Cut` builds its text, kept from op to op (LibreChat sends ~18 a call).
+    let mut cut_buf = String::new();
     for (n, op) in ops.into_iter().enumerate() {
         // Built only for an error message: a valid decision formats nothing.
         let (kind, start, end) = (kind_name(&op.kind), op.start, op.end);
@@ -390,6 +393,33 @@ pub(crate) fn check(
                     }));
                 }
             }
+            OpKind::Cut { head, tail, marker } => {
+                // The text each message gets is built here, once, from its own text: the
+                // plugin handed over the cut points and the marker, not the cut text.
+                let buf = &mut cut_buf;
+                for i in op.start..op.end {
+                    let old = ctx.text(i);
+                    let Some((h, t)) = cut_pieces(old, *head, *tail) else {
+                        return Err(format!(
+                            "{}: keeps the first {head} and the last {tail} bytes of the message \
+                             at position {i}, whose text is {} bytes; expected two cuts on \
+                             character boundaries that do not overlap",
+                            what(),
+                            old.len()
+                        ));
+                    };
+                    buf.clear();
+                    buf.push_str(h);
+                    buf.push_str(marker);
+                    buf.push_str(t);
+                    let old_text = ctx.text_tokens(i, counter);
+                    let tokens = match split_results(buf, ctx.results_in(i)) {
+                        Some((joined, _)) => retokens(ctx, i, old_text, &joined, counter),
+                        None => retokens(ctx, i, old_text, buf, counter),
+                    };
+                    p.texts.push((Rc::from(buf.as_str()), tokens));
+                }
+            }
             OpKind::Mask { placeholder: t } | OpKind::Offload { stub: t } => {
                 // One copy of the text for every message of the range (most ranges hold one).
                 let mut shared: Option<Rc<str>> = None;
@@ -490,6 +520,17 @@ pub(crate) fn check(
             .map_or(usize::MAX, |e| e.0);
     }
     Ok((plan, d))
+}
+
+/// The two pieces an `OpKind::Cut` keeps of `text` (ABI 1.8): its first `head` bytes and its
+/// last `tail` bytes, or `None` when a cut falls off a character boundary or they overlap.
+pub fn cut_pieces(text: &str, head: u64, tail: u64) -> Option<(&str, &str)> {
+    let n = text.len() as u64;
+    if head.checked_add(tail)? > n {
+        return None;
+    }
+    let (h, t) = (head as usize, (n - tail) as usize);
+    Some((text.get(..h)?, text.get(t..)?))
 }
 
 /// ABI 1.4: a mask text holding NUL separators for a message with tool results gives each result

@@ -36,6 +36,14 @@ impl TokenCounter for Chars4 {
         (text.len() as u64).div_ceil(4)
     }
 
+    fn count_pieces(&self, pieces: &[&str]) -> u64 {
+        pieces
+            .iter()
+            .map(|p| p.len() as u64)
+            .sum::<u64>()
+            .div_ceil(4)
+    }
+
     fn count_parts(&self, parts: &[Part]) -> u64 {
         let content: u64 = parts
             .iter()

@@ -8,6 +8,17 @@ pub const IMAGE_TOKENS: u64 = 765;
 /// Role marker and delimiters of one message.
 pub const MESSAGE_OVERHEAD: u64 = 4;
 
+/// FIM One's estimate of a text of `ascii` ASCII and `other` other characters: 0 for none, else
+/// at least 1.
+fn estimate(ascii: u64, other: u64) -> u64 {
+    if ascii + other == 0 {
+        return 0;
+    }
+    // FIM One computes int(ascii/4.0 + other/1.5); (3·ascii + 8·other)/12 is the same value in
+    // integers, without float rounding near whole numbers.
+    ((3 * ascii + 8 * other) / 12).max(1)
+}
+
 /// `heuristic`: ASCII chars/4 + other chars/1.5, floored, at least 1 for a non-empty text;
 /// images 765; +4 per message.
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,13 +30,17 @@ impl TokenCounter for Heuristic {
     }
 
     fn count_text(&self, text: &str) -> u64 {
-        if text.is_empty() {
-            return 0;
-        }
         let (ascii, other) = ascii_and_other_chars(text);
-        // FIM One computes int(ascii/4.0 + other/1.5); (3·ascii + 8·other)/12 is the same value in
-        // integers, without float rounding near whole numbers.
-        ((3 * ascii + 8 * other) / 12).max(1)
+        estimate(ascii, other)
+    }
+
+    fn count_pieces(&self, pieces: &[&str]) -> u64 {
+        let (mut ascii, mut other) = (0, 0);
+        for p in pieces {
+            let (a, o) = ascii_and_other_chars(p);
+            (ascii, other) = (ascii + a, other + o);
+        }
+        estimate(ascii, other)
     }
 
     /// FIM One sums its per-part estimates and adds the message overhead. It counts only

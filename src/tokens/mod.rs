@@ -36,6 +36,12 @@ pub trait TokenCounter: Send + Sync {
     fn name(&self) -> &'static str;
     /// Tokens of a bare text.
     fn count_text(&self, text: &str) -> u64;
+    /// [`TokenCounter::count_text`] of the pieces joined (ABI 1.8's cuts: a head, a marker, a
+    /// tail of a message's text), without joining them where the counter can: one that counts
+    /// characters adds up the pieces' characters.
+    fn count_pieces(&self, pieces: &[&str]) -> u64 {
+        self.count_text(&pieces.concat())
+    }
     /// Tokens of a message made of these parts, with the counter's per-message overheads.
     fn count_parts(&self, parts: &[Part]) -> u64;
     fn count_message(&self, m: &Message) -> u64 {

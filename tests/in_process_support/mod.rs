@@ -1,5 +1,5 @@
 //! What the tests of one ABI feature through the real replay engine share (tests/drop_results.rs,
-//! tests/message_parts.rs, tests/repeat_op.rs): each exports a scripted strategy of its own from
+//! tests/message_parts.rs, tests/repeat_op.rs, tests/cut_op.rs): each exports a scripted strategy of its own from
 //! its test crate (`export_plugin!`), registers it in process and replays a small session written
 //! here with it, on a 100,000-token window with the chars4 counter.
 
@@ -60,10 +60,31 @@ pub fn replay_in_process(
     session: &Session,
     record_decisions: bool,
 ) -> ctxlab::Result<replay::Run> {
+    replay_in_process_counted(
+        table,
+        name,
+        strategy,
+        params,
+        session,
+        record_decisions,
+        "chars4",
+    )
+}
+
+/// [`replay_in_process`] with the counter named `counter`.
+pub fn replay_in_process_counted(
+    table: &'static PluginTable,
+    name: &str,
+    strategy: &str,
+    params: serde_json::Value,
+    session: &Session,
+    record_decisions: bool,
+    counter: &str,
+) -> ctxlab::Result<replay::Run> {
     let mut reg = Registry::new();
     reg.add_in_process(table, name).unwrap();
     let entry = reg.require(strategy).unwrap().clone();
-    let mut o = ReplayOptions::new(ctxlab::tokens::counter("chars4").unwrap());
+    let mut o = ReplayOptions::new(ctxlab::tokens::counter(counter).unwrap());
     o.budget = Some(Budget {
         context_window: 100_000,
         max_output: 0,

@@ -19,8 +19,9 @@
  *     was padding, flagged by CTXLAB_FLAG_CONTENT), 1.4 per-result CTXLAB_OP_MASK parts and larger
  *     literal summaries under CTXLAB_OP_ALLOW_SPLIT, 1.5 CTXLAB_OP_DROP_RESULTS, 1.6 the call's
  *     message_parts (appended to ctxlab_call, read only for a message flagged
- *     CTXLAB_FLAG_PARTS), 1.7 CTXLAB_OP_REPEAT. Set `size` to sizeof(ctxlab_plugin_table) as
- *     you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
+ *     CTXLAB_FLAG_PARTS), 1.7 CTXLAB_OP_REPEAT, 1.8 CTXLAB_OP_CUT and the sink's count_cut
+ *     (read only for a message flagged CTXLAB_FLAG_CUT). Set `size` to
+ *     sizeof(ctxlab_plugin_table) as you compiled it: the host reads the header (abi_major, abi_minor, size) first and refuses
  *     a table shorter than it needs.
  *
  * MEMORY RULES (nothing allocated on one side is freed on the other)
@@ -49,7 +50,7 @@ extern "C" {
 #endif
 
 #define CTXLAB_ABI_MAJOR 1u
-#define CTXLAB_ABI_MINOR 7u
+#define CTXLAB_ABI_MINOR 8u
 #define CTXLAB_ENTRY_SYMBOL "ctxlab_plugin_entry_v1"
 
 /* Windows needs the entry point exported explicitly; elsewhere default visibility is enough. */
@@ -89,6 +90,7 @@ typedef struct ctxlab_writer {
 #define CTXLAB_FLAG_REQUEST (1u << 8)     /* opens a new user request */
 #define CTXLAB_FLAG_CONTENT (1u << 9)     /* ABI 1.3: content_ascii / content_other are set */
 #define CTXLAB_FLAG_PARTS (1u << 10)      /* ABI 1.6: the call's message_parts[i] describes it */
+#define CTXLAB_FLAG_CUT (1u << 11)        /* ABI 1.8: CTXLAB_OP_CUT and the sink's count_cut */
 
 /* ABI 1.6: kinds of a message's parts. */
 #define CTXLAB_PART_TEXT 0u
@@ -199,6 +201,12 @@ typedef struct ctxlab_call {
  * its view edits call after call sends the changed ones and one repeat per stretch between them;
  * a 1.6 host refuses the kind as unknown. */
 #define CTXLAB_OP_REPEAT 9u
+/* ABI 1.8: each message in [start, end) keeps the first `head_chars` BYTES and the last
+ * `tail_chars` BYTES of its text as the view gave it, `text` between them: a truncation whose cut
+ * points the strategy chose, sent without the new text. Both cuts on character boundaries,
+ * head_chars + tail_chars at most the text's length; the result is what CTXLAB_OP_MASK with that
+ * text would make. A 1.7 host refuses the kind as unknown. */
+#define CTXLAB_OP_CUT 10u
 
 /* Op scopes. */
 #define CTXLAB_SCOPE_PERSISTENT 0u /* the history changes for every later call (a compaction) */
@@ -265,6 +273,12 @@ typedef struct ctxlab_sink {
     /* ABI 1.1: tokens of a bare text with the run's counter (NULL: none). A message's tokens
      * after an edit are tokens - count_text(old text) + count_text(new text). */
     uint64_t (*count_text)(void *ctx, ctxlab_str text);
+    /* ABI 1.8, read only for a message flagged CTXLAB_FLAG_CUT (a 1.7 host's sink ends before
+     * it): tokens of the text a CTXLAB_OP_CUT of message `message` would give it (its first
+     * `head` bytes, `marker`, its last `tail` bytes), without the text being made; UINT64_MAX
+     * when that op would be refused. */
+    uint64_t (*count_cut)(void *ctx, uint64_t message, uint64_t head, ctxlab_str marker,
+                          uint64_t tail);
 } ctxlab_sink;
 
 /* One strategy the plugin exports. */

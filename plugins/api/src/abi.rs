@@ -11,7 +11,7 @@ use std::ffi::c_void;
 /// Bumped when a change breaks existing plugins; the host refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// Bumped when fields are appended; a host reads only what `PluginTable::size` covers.
-pub const ABI_MINOR: u32 = 7;
+pub const ABI_MINOR: u32 = 8;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "ctxlab_plugin_entry_v1";
 
@@ -118,6 +118,10 @@ pub const FLAG_CONTENT: u32 = 1 << 9;
 /// ABI 1.6: `CallView::message_parts` describes this message's parts (a 1.5 host leaves the flag
 /// clear, and its call view ends before that field: read it only for a message with this flag).
 pub const FLAG_PARTS: u32 = 1 << 10;
+/// ABI 1.8: the host takes `OP_CUT` for this message, and its sink's `count_cut` counts a cut of
+/// the message's text. A 1.7 host leaves the flag clear, and its sink ends before `count_cut`:
+/// read that field only for a message with this flag.
+pub const FLAG_CUT: u32 = 1 << 11;
 
 /// ABI 1.6: kinds of a message's parts (`PartView::kind`).
 pub const PART_TEXT: u32 = 0;
@@ -288,6 +292,15 @@ pub const OP_DROP_RESULTS: u32 = 8;
 /// one repeat per stretch between them, and the host works out only those. A 1.6 host refuses
 /// the op as unknown.
 pub const OP_REPEAT: u32 = 9;
+/// ABI 1.8: each message in the range keeps the first `head_chars` **bytes** and the last
+/// `tail_chars` **bytes** of its text as the view gave it (`MessageView::text`), with `text`
+/// between them: a truncation whose cut points the strategy worked out itself (LibreChat snaps
+/// them to newlines and measures in UTF-16 units), sent without the new text. Both cuts must
+/// fall on character boundaries and `head_chars + tail_chars` must not exceed the text's length.
+/// The result is then what `OP_MASK` with that text would make. A strategy that cuts the same
+/// long result anew at every call (LibreChat's indicator states the current cap) hands over a
+/// few bytes a cut instead of the cut text; a 1.7 host refuses the op as unknown.
+pub const OP_CUT: u32 = 10;
 
 /// The op changes the agent's history for every later call (a compaction).
 pub const SCOPE_PERSISTENT: u32 = 0;
@@ -303,7 +316,8 @@ pub struct EditOp {
     /// Half-open range of positions [start, end).
     pub start: u64,
     pub end: u64,
-    /// TRUNCATE: characters kept from the head and the tail of each message in the range.
+    /// TRUNCATE: characters kept from the head and the tail of each message in the range; CUT
+    /// (ABI 1.8): bytes.
     pub head_chars: u64,
     pub tail_chars: u64,
     /// SUMMARIZE: cap of the simulated summary in tokens (0: no simulated part, `text` only).
@@ -313,7 +327,7 @@ pub struct EditOp {
     /// SUMMARIZE: role of the summary message (ROLE_*).
     pub role: u32,
     /// SUMMARIZE: literal summary text (deterministic summaries); MASK: placeholder;
-    /// OFFLOAD: stub; TRUNCATE: marker put between head and tail.
+    /// OFFLOAD: stub; TRUNCATE and CUT: marker put between head and tail.
     pub text: StrRef,
 }
 
@@ -372,6 +386,21 @@ pub struct Sink {
     /// strategy can recount a message it cuts as the host will (null: the host has no counter).
     /// A message's tokens after an edit are `tokens − count_text(old text) + count_text(new)`.
     pub count_text: Option<unsafe extern "C" fn(ctx: *mut c_void, text: StrRef) -> u64>,
+    /// ABI 1.8, read only for a message flagged `FLAG_CUT`: tokens of the text an `OP_CUT` of
+    /// message `message` (its position in `CallView::messages`) would give it, the first `head`
+    /// bytes of its text, `marker`, the last `tail` bytes, with the run's counter, without the
+    /// text being made (`count_text` of it, for a counter that counts characters the cost of
+    /// the bytes kept); `u64::MAX` when that op would be refused (a cut off a character
+    /// boundary, more bytes than the text, no such message).
+    pub count_cut: Option<
+        unsafe extern "C" fn(
+            ctx: *mut c_void,
+            message: u64,
+            head: u64,
+            marker: StrRef,
+            tail: u64,
+        ) -> u64,
+    >,
 }
 
 /// Describes one strategy a plugin exports.

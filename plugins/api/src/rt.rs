@@ -201,6 +201,12 @@ unsafe fn sink_op(sink: &Sink, op: &Op) {
             raw.kind = OP_MASK;
             raw.text = StrRef::new(placeholder);
         }
+        OpKind::Cut { head, tail, marker } => {
+            raw.kind = OP_CUT;
+            raw.head_chars = *head;
+            raw.tail_chars = *tail;
+            raw.text = StrRef::new(marker);
+        }
         OpKind::Offload { stub } => {
             raw.kind = OP_OFFLOAD;
             raw.text = StrRef::new(stub);
@@ -236,10 +242,23 @@ pub unsafe fn decide(
             Some(f) => f(sink.ctx, StrRef::new(text)),
             None => 0,
         };
+        let view = Call::from_raw(call);
+        // Read only when the host flags its messages FLAG_CUT (a 1.7 host's sink ends before
+        // the field); a 1.8 host flags every message, so the first tells.
+        let cut_counter = view.takes_cut(0).then_some(sink.count_cut).flatten();
+        let count_cut = |i: usize, head: u64, marker: &str, tail: u64| match cut_counter {
+            Some(f) => f(sink.ctx, i as u64, head, StrRef::new(marker), tail),
+            None => u64::MAX,
+        };
         let call = if sink.count_text.is_some() {
-            Call::from_raw(call).with_counter(&count)
+            view.with_counter(&count)
         } else {
-            Call::from_raw(call)
+            view
+        };
+        let call = if cut_counter.is_some() {
+            call.with_cut_counter(&count_cut)
+        } else {
+            call
         };
         let mut d = Decision::default();
         inst.strategy.decide(&call, &mut d)?;

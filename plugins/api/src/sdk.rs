@@ -208,7 +208,12 @@ pub struct Call<'a> {
     raw: &'a CallView,
     msgs: &'a [MessageView],
     counter: Option<&'a dyn Fn(&str) -> u64>,
+    cut_counter: Option<&'a CutCounter<'a>>,
 }
+
+/// The host's `Sink::count_cut` (ABI 1.8): (message, head bytes, marker, tail bytes) → tokens,
+/// `u64::MAX` for a cut the host would refuse.
+pub type CutCounter<'a> = dyn Fn(usize, u64, &str, u64) -> u64 + 'a;
 
 impl<'a> Call<'a> {
     /// # Safety
@@ -224,6 +229,7 @@ impl<'a> Call<'a> {
             raw,
             msgs,
             counter: None,
+            cut_counter: None,
         }
     }
     /// The same call with the run's token counter (ABI 1.1: the host's `Sink::count_text`).
@@ -236,6 +242,29 @@ impl<'a> Call<'a> {
     /// Tokens of a bare text with the run's counter; `None` when the host gave no counter.
     pub fn count_text(&self, text: &str) -> Option<u64> {
         self.counter.map(|c| c(text))
+    }
+    /// The same call with the host's count of cuts (ABI 1.8: `Sink::count_cut`).
+    pub fn with_cut_counter(self, cut_counter: &'a CutCounter<'a>) -> Call<'a> {
+        Call {
+            cut_counter: Some(cut_counter),
+            ..self
+        }
+    }
+    /// Whether the host takes an `OpKind::Cut` of message `i` and counts its cuts (ABI 1.8:
+    /// the message is flagged `FLAG_CUT`).
+    pub fn takes_cut(&self, i: usize) -> bool {
+        self.msgs.get(i).is_some_and(|m| m.flags & FLAG_CUT != 0)
+    }
+    /// Tokens, with the run's counter, of the text an `OpKind::Cut { head, tail, marker }` of
+    /// message `i` would give it, without making the text; `None` when the host does not count
+    /// cuts of that message or would refuse the cut.
+    pub fn count_cut(&self, i: usize, head: u64, marker: &str, tail: u64) -> Option<u64> {
+        if !self.takes_cut(i) {
+            return None;
+        }
+        self.cut_counter
+            .map(|c| c(i, head, marker, tail))
+            .filter(|&t| t != u64::MAX)
     }
     pub fn agent(&self) -> &'a str {
         unsafe { self.raw.agent.as_host_str() }
@@ -363,6 +392,15 @@ pub enum OpKind {
     /// separators add the rest of the message's text (ABI 1.4); the text is the parts joined by "\n".
     Mask {
         placeholder: String,
+    },
+    /// ABI 1.8. Keep the first `head` bytes and the last `tail` bytes of each message's text
+    /// (as the view gave it), `marker` between them: a truncation at cut points the strategy
+    /// chose (on character boundaries), sent without the new text. It makes what `Mask` with
+    /// that text would make.
+    Cut {
+        head: u64,
+        tail: u64,
+        marker: String,
     },
     /// Move the content out of the context; `stub` stays in its place.
     Offload {

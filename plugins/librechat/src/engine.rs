@@ -9,6 +9,7 @@ use crate::prune::{
     js_round, link, Ids, Kept, Kind, Lc, Pruned, Pruner, Recount, Settings, Text, Texts,
     PRESSURE_MASKING,
 };
+use crate::truncation::HeadTail;
 use ctxlab_plugin_api::{
     fmt_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy, Threshold,
     ThresholdKind,
@@ -123,6 +124,9 @@ pub struct LibreChat {
     /// Sends the edits that did not change as `Repeat` ops (ABI 1.7); off only to test that
     /// this changes nothing.
     repeat: bool,
+    /// Sends a cut of an original as a `Cut` op (ABI 1.8: the bytes it keeps, not its text);
+    /// off only to test that this changes nothing.
+    cut: bool,
     /// Runs keep what they share (see `prune::Frozen`); off only to test that this changes
     /// nothing.
     incremental: bool,
@@ -131,17 +135,47 @@ pub struct LibreChat {
 }
 
 /// The run's counter through the host (ABI 1.1); without one, tokens scale with the characters.
-struct HostCount<'c, 'a>(&'c Call<'a>);
+struct HostCount<'c, 'a> {
+    call: &'c Call<'a>,
+    /// Host position of the pruner's message 0.
+    base: usize,
+    /// Cuts are counted and sent as cuts where the host takes them (`LibreChat::cut`).
+    cut: bool,
+}
 
-impl Recount for HostCount<'_, '_> {
-    fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64 {
-        // The original's count is the same at every cut of it.
-        let old = m.text_tokens.get().or_else(|| {
-            let c = self.0.count_text(old_text);
+impl HostCount<'_, '_> {
+    /// The count of a message's original, the same at every cut of it.
+    fn original_tokens(&self, m: &Lc, original: &str) -> Option<u64> {
+        m.text_tokens.get().or_else(|| {
+            let c = self.call.count_text(original);
             m.text_tokens.set(c);
             c
-        });
-        match (old, self.0.count_text(new_text)) {
+        })
+    }
+}
+
+impl Recount for HostCount<'_, '_> {
+    fn can_cut(&self, i: usize) -> bool {
+        self.cut && self.call.takes_cut(self.base + i)
+    }
+
+    fn recount_cut(&self, m: &Lc, i: usize, kept: HeadTail, marker: &str) -> Option<u64> {
+        if !self.cut {
+            return None;
+        }
+        let original = self.call.msg(self.base + i).text();
+        let old = self.original_tokens(m, original)?;
+        let new = self
+            .call
+            .count_cut(self.base + i, kept.head.into(), marker, kept.tail.into())?;
+        Some(m.tokens.saturating_sub(old) + new)
+    }
+
+    fn recount(&self, m: &Lc, old_text: &str, new_text: &str) -> u64 {
+        match (
+            self.original_tokens(m, old_text),
+            self.call.count_text(new_text),
+        ) {
             (Some(old), Some(new)) => m.tokens.saturating_sub(old) + new,
             _ => {
                 let len = old_text.chars().count().max(1) as f64;
@@ -231,6 +265,12 @@ impl LibreChat {
         self
     }
 
+    /// Every cut sent with its text, as a `Mask`, never as a `Cut` (for tests).
+    pub fn without_cut(mut self) -> LibreChat {
+        self.cut = false;
+        self
+    }
+
     /// Messages in the frozen prefixes of the agents' pruners (for tests).
     #[cfg(test)]
     pub fn frozen(&self) -> usize {
@@ -245,6 +285,7 @@ impl LibreChat {
         LibreChat {
             cfg,
             repeat: true,
+            cut: true,
             incremental: true,
             agents: HashMap::new(),
             last_budget: None,
@@ -377,7 +418,11 @@ impl Strategy for LibreChat {
             &tx,
             usage,
             instructions,
-            &HostCount(call),
+            &HostCount {
+                call,
+                base,
+                cut: self.cut,
+            },
         );
         if res.calibration_ratio > 0.0 {
             st.ratio = res.calibration_ratio;
@@ -744,6 +789,7 @@ fn emit<'r>(
     };
     let mut ops = Ops {
         base,
+        tx,
         prev,
         was: prev.unwrap_or(&[]),
         run: None,
@@ -859,6 +905,8 @@ fn emit<'r>(
 /// whose edit changed is a `Mask` with its text; the stretches left out are dropped.
 struct Ops<'p> {
     base: usize,
+    /// The messages' originals (a cut's text is made of its original).
+    tx: &'p dyn Texts,
     prev: Option<&'p [(usize, u64)]>,
     /// What is left of `prev` (host positions at or after the next message).
     was: &'p [(usize, u64)],
@@ -969,19 +1017,31 @@ impl Ops<'_> {
             }
             _ => self.flush(out),
         }
-        let (text, version) = match edit {
+        let version = match edit {
             Edit::None => return,
-            Edit::Run(t, v) => (&**t, v),
-            Edit::Own(t) => (t, crate::prune::new_version()),
+            Edit::Run(_, v) => v,
+            Edit::Own(_) => crate::prune::new_version(),
         };
         if same.is_none() || self.prev.is_none() {
-            out.op(
-                OpKind::Mask {
-                    placeholder: text.to_string(),
+            let kind = match edit {
+                // A cut of the original (made only for a host that takes it): the host makes
+                // the text, only the indicator crosses.
+                Edit::Run(t, _) => match t.as_cut() {
+                    Some((k, marker)) => OpKind::Cut {
+                        head: k.head.into(),
+                        tail: k.tail.into(),
+                        marker: marker.to_string(),
+                    },
+                    None => OpKind::Mask {
+                        placeholder: t.get(self.tx.text(i)).to_string(),
+                    },
                 },
-                Scope::ThisCall,
-                self.base + i..self.base + i + 1,
-            );
+                Edit::Own(t) => OpKind::Mask {
+                    placeholder: t.to_string(),
+                },
+                Edit::None => return,
+            };
+            out.op(kind, Scope::ThisCall, self.base + i..self.base + i + 1);
         }
         self.sent.push((self.base + i, version));
     }

@@ -6,12 +6,75 @@
 
 use crate::config::ContextPruning;
 use crate::truncation::{
-    js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input,
-    truncate_result, truncate_result_of, Cuts,
+    cut_result_of, js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input,
+    truncate_result, truncate_result_of, Cut, Cuts, HeadTail,
 };
 
-/// A text the run made (masked, truncated, pruned), shared.
-pub type Text = std::sync::Arc<str>;
+/// A text the run made (masked, truncated, pruned), shared: whole, or a cut of the message's
+/// original (a head and a tail of it around an indicator) whose text is made only when read
+/// (ABI 1.8: the host counts such a cut and takes it as a `Cut` op without the text).
+#[derive(Debug, Clone)]
+pub struct Text(std::sync::Arc<Repr>);
+
+#[derive(Debug)]
+enum Repr {
+    Whole(Box<str>),
+    Cut {
+        kept: HeadTail,
+        marker: Box<str>,
+        whole: std::sync::OnceLock<Box<str>>,
+    },
+}
+
+impl Text {
+    /// A cut of the original: its first `kept.head` bytes, `marker`, its last `kept.tail`.
+    pub fn cut(kept: HeadTail, marker: String) -> Text {
+        Text(std::sync::Arc::new(Repr::Cut {
+            kept,
+            marker: marker.into_boxed_str(),
+            whole: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// The text; `original` is the message's original text (what a cut keeps pieces of).
+    pub fn get<'a>(&'a self, original: &str) -> &'a str {
+        match &*self.0 {
+            Repr::Whole(t) => t,
+            Repr::Cut {
+                kept,
+                marker,
+                whole,
+            } => whole.get_or_init(|| {
+                let (h, t) = (kept.head as usize, original.len() - kept.tail as usize);
+                [&original[..h], &**marker, &original[t..]]
+                    .concat()
+                    .into_boxed_str()
+            }),
+        }
+    }
+
+    /// The bytes a cut keeps of the original and its marker, when the text is one.
+    pub fn as_cut(&self) -> Option<(HeadTail, &str)> {
+        match &*self.0 {
+            Repr::Cut { kept, marker, .. } => Some((*kept, marker)),
+            Repr::Whole(_) => None,
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(t: String) -> Text {
+        Text(std::sync::Arc::new(Repr::Whole(t.into_boxed_str())))
+    }
+}
+
+/// The text a message sends in the run: its run text, else its original.
+fn run_or<'a>(run: &'a Option<Text>, original: &'a str) -> &'a str {
+    match run {
+        Some(t) => t.get(original),
+        None => original,
+    }
+}
 
 /// A version no text has had before (in this process): what a message's text is known by from
 /// call to call ([`Pruner::run_text_version`]).
@@ -303,6 +366,36 @@ pub fn tools_upto(msgs: &[Lc], e: usize) -> usize {
 /// Recounts an edited message as the host will: `tokens − count(original) + count(new)`.
 pub trait Recount {
     fn recount(&self, m: &Lc, original: &str, new_text: &str) -> u64;
+    /// Whether the host counts a cut of message `i`'s original without its text and takes it
+    /// as a `Cut` (ABI 1.8).
+    fn can_cut(&self, _i: usize) -> bool {
+        false
+    }
+    /// [`Recount::recount`] of message `i` cut to `kept` of its original around `marker`,
+    /// counted by the host without the text; `None` when it cannot.
+    fn recount_cut(&self, _m: &Lc, _i: usize, _kept: HeadTail, _marker: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// A cut of message `i` as a run text, with its tokens: made whole only when the host cannot
+/// count it as a cut (or it is not one).
+fn cut_text(rc: &dyn Recount, m: &Lc, i: usize, original: &str, cut: Cut) -> (Text, u64) {
+    match cut {
+        Cut::Kept(k, marker) => match rc.recount_cut(m, i, k, &marker) {
+            Some(tokens) => (Text::cut(k, marker), tokens),
+            None => {
+                let t = Text::cut(k, marker);
+                let tokens = rc.recount(m, original, t.get(original));
+                let whole = t.get(original).to_string();
+                (whole.into(), tokens)
+            }
+        },
+        Cut::Text(t) => {
+            let tokens = rc.recount(m, original, &t);
+            (t.into(), tokens)
+        }
+    }
 }
 
 /// What a kept message sends.
@@ -643,8 +736,11 @@ impl Pruner {
     }
 
     /// The text of message `i` as the run holds it when it is not the original.
-    pub fn run_text(&self, i: usize) -> Option<&str> {
-        self.content.get(i).and_then(|t| t.as_deref())
+    pub fn run_text<'a>(&'a self, i: usize, original: &'a str) -> Option<&'a str> {
+        self.content
+            .get(i)
+            .and_then(|t| t.as_ref())
+            .map(|t| t.get(original))
     }
 
     /// [`Pruner::run_text`] with its version ([`new_version`]): the same while the run leaves
@@ -668,7 +764,7 @@ impl Pruner {
     }
 
     fn text<'m>(&'m self, tx: &'m dyn Texts, i: usize) -> &'m str {
-        self.content[i].as_deref().unwrap_or_else(|| tx.text(i))
+        run_or(&self.content[i], tx.text(i))
     }
 
     /// The frozen prefix against this call's passes: kept (and, at a run's first call, masked
@@ -1016,7 +1112,7 @@ impl Pruner {
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
             let (c, r, d) = repair_orphans(msgs, ids, tx, &counts2, &texts2, &inputs2, &retry, rc);
             if !c.is_empty() {
-                context = own(c, &texts2);
+                context = own(c, &texts2, tx);
                 reclaimed = r;
                 refine += retry.refine + d;
                 out.fallback = true;
@@ -1031,7 +1127,7 @@ impl Pruner {
             let mut inputs = self.inputs.clone();
             for i in 0..n {
                 let m = &msgs[i];
-                let text = texts2[i].as_deref().unwrap_or_else(|| tx.text(i));
+                let text = run_or(&texts2[i], tx.text(i));
                 match m.kind {
                     Kind::Tool => {
                         if let Some(t) = truncate_result(text, cap) {
@@ -1052,7 +1148,7 @@ impl Pruner {
             }
             let retry = within_limit(msgs, &counts2, pruning_budget, current_instructions);
             let (c, r, d) = repair_orphans(msgs, ids, tx, &counts2, &texts2, &inputs, &retry, rc);
-            context = own(c, &texts2);
+            context = own(c, &texts2, tx);
             reclaimed = r;
             refine += retry.refine + d;
         }
@@ -1093,12 +1189,22 @@ impl Pruner {
             if self.lens[i] <= max {
                 continue;
             }
-            let cuts = self.content[i].is_none().then_some(&msgs[i].cuts);
-            if let Some((t, units)) = truncate_result_of(self.text(tx, i), self.lens[i], max, cuts)
-            {
-                self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
+            let original = tx.text(i);
+            let cut = match &self.content[i] {
+                // A cut of the original, kept as one when the host counts and takes it.
+                None if rc.can_cut(i) => {
+                    cut_result_of(original, self.lens[i], max, Some(&msgs[i].cuts))
+                }
+                None => truncate_result_of(original, self.lens[i], max, Some(&msgs[i].cuts))
+                    .map(|(t, units, _)| (Cut::Text(t), units)),
+                Some(t) => truncate_result_of(t.get(original), self.lens[i], max, None)
+                    .map(|(t, units, _)| (Cut::Text(t), units)),
+            };
+            if let Some((cut, units)) = cut {
+                let (text, tokens) = cut_text(rc, &msgs[i], i, original, cut);
+                self.set_count(i, tokens);
                 self.lens[i] = units;
-                self.content[i] = Some(t.into());
+                self.content[i] = Some(text);
                 self.vers[i] = new_version();
                 masked += 1;
             }
@@ -1325,14 +1431,20 @@ fn preflight_on(
         if w.lens[i] <= max {
             continue;
         }
-        let (text, cuts) = match w.content[i].as_deref() {
-            Some(t) => (t, None),
-            None => (tx.text(i), Some(&m.cuts)),
+        let original = tx.text(i);
+        let cut = match &w.content[i] {
+            // A cut of the original, kept as one when the host counts and takes it.
+            None if rc.can_cut(i) => cut_result_of(original, w.lens[i], max, Some(&m.cuts)),
+            None => truncate_result_of(original, w.lens[i], max, Some(&m.cuts))
+                .map(|(t, units, _)| (Cut::Text(t), units)),
+            Some(t) => truncate_result_of(t.get(original), w.lens[i], max, None)
+                .map(|(t, units, _)| (Cut::Text(t), units)),
         };
-        if let Some((new, units)) = truncate_result_of(text, w.lens[i], max, cuts) {
-            w.set_count(i, rc.recount(m, tx.text(i), &new));
+        if let Some((cut, units)) = cut {
+            let (text, tokens) = cut_text(rc, m, i, original, cut);
+            w.set_count(i, tokens);
             w.lens[i] = units;
-            w.content[i] = Some(new.into());
+            w.content[i] = Some(text);
             w.vers[i] = new_version();
             changed += 1;
         }
@@ -1540,7 +1652,7 @@ fn repair_orphans(
             Kind::Ai if !m.calls.is_empty() => {
                 // Strip the unanswered calls: what is left is the text and the answered
                 // calls' arguments.
-                let cur = texts[i].as_deref().unwrap_or_else(|| tx.text(i));
+                let cur = run_or(&texts[i], tx.text(i));
                 let mut stripped = cur.to_string();
                 // Each unanswered call's input as it is now (truncated inputs are wrappers).
                 // `stripOrphanToolUseBlocks` keeps a tool_use block only when a kept result
@@ -1579,13 +1691,13 @@ fn repair_orphans(
 
 /// A context repaired on copies of the run's texts (fallback, emergency): each kept message
 /// sends its copy.
-fn own(context: Kept, texts: &[Option<Text>]) -> Kept {
+fn own(context: Kept, texts: &[Option<Text>], tx: &dyn Texts) -> Kept {
     Kept::List(
         context
             .to_list()
             .into_iter()
             .map(|(i, sent)| match (sent, &texts[i]) {
-                (Sent::Run, Some(t)) => (i, Sent::Own(t.to_string())),
+                (Sent::Run, Some(t)) => (i, Sent::Own(t.get(tx.text(i)).to_string())),
                 (sent, _) => (i, sent),
             })
             .collect(),

@@ -345,7 +345,10 @@ fn resolved(
                     now.push(e.clone());
                 }
             }
-            OpKind::Mask { .. } | OpKind::Truncate { .. } | OpKind::Offload { .. }
+            OpKind::Mask { .. }
+            | OpKind::Cut { .. }
+            | OpKind::Truncate { .. }
+            | OpKind::Offload { .. }
                 if o.scope == Scope::ThisCall =>
             {
                 assert_eq!(o.end, o.start + 1);

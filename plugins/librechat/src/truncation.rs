@@ -204,18 +204,60 @@ fn next_newline(units: &[u16], from: usize) -> Option<usize> {
 /// original length. `None` when the content already fits. Works on the UTF-8 text, walking only
 /// the head and the tail to find their UTF-16 positions.
 pub fn truncate_result(content: &str, max_chars: u64) -> Option<String> {
-    truncate_result_of(content, js_len(content), max_chars, None).map(|(t, _)| t)
+    truncate_result_of(content, js_len(content), max_chars, None).map(|(t, ..)| t)
+}
+
+/// A cut result as the bytes kept from the head and the tail of its content, with the
+/// indicator between them: `content[..head] + indicator + content[content.len() - tail..]`
+/// (what `OpKind::Cut` sends instead of the text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadTail {
+    pub head: u32,
+    pub tail: u32,
+}
+
+/// A cut result: its text, or (ABI 1.8's `Cut`) the bytes it keeps of the content's head and
+/// tail and the indicator between them, the text not made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    Text(String),
+    Kept(HeadTail, String),
 }
 
 /// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps, with the
-/// result's length (worked out from the cuts, not counted again). `cuts`: where the last cuts
-/// of this same content fell, if known (updated).
+/// result's length (worked out from the cuts, not counted again) and, when the result is a
+/// head and a tail of the content around the indicator, the bytes it keeps of each.
 pub fn truncate_result_of(
     content: &str,
     len: u64,
     max_chars: u64,
     cuts: Option<&Cuts>,
-) -> Option<(String, u64)> {
+) -> Option<(String, u64, Option<HeadTail>)> {
+    let (cut, units) = cut_result_of(content, len, max_chars, cuts)?;
+    Some(match cut {
+        Cut::Text(t) => (t, units, None),
+        Cut::Kept(k, indicator) => {
+            let (h, t) = (k.head as usize, content.len() - k.tail as usize);
+            let mut out = String::with_capacity(h + indicator.len() + (content.len() - t));
+            out.push_str(&content[..h]);
+            out.push_str(&indicator);
+            out.push_str(&content[t..]);
+            debug_assert_eq!(units, js_len(&out));
+            (out, units, Some(k))
+        }
+    })
+}
+
+/// [`truncate_result_of`] without making the text when the result is a head and a tail of the
+/// content around the indicator (no half pair replaced at a cut, the content under 4 GiB): the
+/// bytes it keeps of each and the indicator. `cuts`: where the last cuts of this same content
+/// fell, if known (updated).
+pub fn cut_result_of(
+    content: &str,
+    len: u64,
+    max_chars: u64,
+    cuts: Option<&Cuts>,
+) -> Option<(Cut, u64)> {
     let len = len as usize;
     let cuts = cuts.filter(|_| u32::try_from(content.len()).is_ok());
     let [head_from, tail_from] = cuts
@@ -235,14 +277,14 @@ pub fn truncate_result_of(
     if available <= 0 {
         let out = slice_at(content, start, forward(content, (0, 0), max));
         let units = js_len(&out);
-        return Some((out, units));
+        return Some((Cut::Text(out), units));
     }
     let available = available as usize;
     if available < 200 {
         let out =
             slice_at(content, start, forward(content, (0, 0), available)) + indicator.trim_end();
         let units = js_len(&out);
-        return Some((out, units));
+        return Some((Cut::Text(out), units));
     }
     let head_size = ((available as f64) * 0.7).ceil() as usize;
     let tail_size = available - head_size;
@@ -302,13 +344,24 @@ pub fn truncate_result_of(
             tail_units = len - (unit + 1);
         }
     }
+    let units = (head_units + indicator_units + tail_units) as u64;
+    if let (Ok(head_bytes), Ok(tail_bytes)) =
+        (u32::try_from(head.0), u32::try_from(content.len() - tail.0))
+    {
+        if !head.1 && !tail.1 {
+            let kept = HeadTail {
+                head: head_bytes,
+                tail: tail_bytes,
+            };
+            return Some((Cut::Kept(kept, indicator), units));
+        }
+    }
     let mut out = String::with_capacity(head.0 + indicator.len() + (content.len() - tail.0) + 6);
     push_slice(&mut out, content, start, head);
     out.push_str(&indicator);
     push_slice(&mut out, content, tail, (content.len(), false));
-    let units = head_units + indicator_units + tail_units;
-    debug_assert_eq!(units as u64, js_len(&out));
-    Some((out, units as u64))
+    debug_assert_eq!(units, js_len(&out));
+    Some((Cut::Text(out), units))
 }
 
 /// `truncateToolResultContent`'s indicator, `\n\n… [truncated: {len} chars exceeded {max}
@@ -420,6 +473,7 @@ mod tests {
     fn result_truncation_on_utf8_equals_the_one_on_utf16_units() {
         let mut r = ctxlab_plugin_api::testing::Rng(11);
         let pieces = ["a", "bc", "\n", "→", "😀", "line\n", "ü"];
+        let mut kept = 0;
         for _ in 0..3000 {
             let n = r.below(1500) as usize;
             let mut text = String::new();
@@ -460,10 +514,24 @@ mod tests {
             for max in maxes.iter().chain(maxes.iter().rev()).copied() {
                 let want = truncate_result_units(&text, max);
                 assert_eq!(truncate_result(&text, max), want, "{text:?} at {max}");
-                let near = truncate_result_of(&text, len, max, Some(&cuts)).map(|(t, _)| t);
+                let near = truncate_result_of(&text, len, max, Some(&cuts));
+                // The bytes kept of the head and the tail, with the indicator between them,
+                // are the cut text (what the host makes of an `OpKind::Cut`).
+                if let Some((t, _, Some(k))) = &near {
+                    let (h, tl) = (k.head as usize, k.tail as usize);
+                    assert!(h + tl <= text.len(), "{text:?} at {max}: {k:?}");
+                    let marker = &t[h..t.len() - tl];
+                    let rebuilt = format!("{}{marker}{}", &text[..h], &text[text.len() - tl..]);
+                    assert_eq!(&rebuilt, t, "{text:?} at {max}: {k:?}");
+                    assert!(marker.contains("[truncated: "), "{marker:?}");
+                    kept += 1;
+                }
+                let near = near.map(|(t, ..)| t);
                 assert_eq!(near, want, "{text:?} at {max}, from the last cuts");
             }
         }
+        // Most cuts are such a head and tail (the rest fall back to the whole text).
+        assert!(kept > 10_000, "{kept} cuts as kept bytes");
     }
 
     /// utils/truncation.ts `truncateToolResultContent`: the head ends at the last newline within

@@ -152,6 +152,7 @@ fn apply(view: &[VMsg], ops: &[Op]) -> Vec<VMsg> {
             }
             OpKind::Pin | OpKind::Unpin | OpKind::AllowSplit => {}
             OpKind::Repeat => unreachable!("phi-core sends every edit it makes"),
+            OpKind::Cut { .. } => unreachable!("phi-core sends its cuts as Mask parts"),
         }
     }
     out

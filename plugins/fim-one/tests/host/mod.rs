@@ -102,6 +102,7 @@ pub fn apply(call: &TestCall, d: &Decision) -> Vec<TestMsg> {
                 OpKind::AllowSplit => {}
                 OpKind::DropResults { .. } => unreachable!("FIM One removes whole messages only"),
                 OpKind::Repeat => unreachable!("FIM One sends every edit it makes"),
+                OpKind::Cut { .. } => unreachable!("FIM One sends its cuts as Truncate"),
                 OpKind::Pin => m.flags |= FLAG_PINNED,
                 OpKind::Unpin => m.flags &= !FLAG_PINNED,
                 OpKind::Mask { placeholder } => {

@@ -178,6 +178,7 @@ impl Sim {
                 OpKind::Unpin | OpKind::Truncate { .. } | OpKind::AllowSplit => {}
                 OpKind::DropResults { .. } => unreachable!("fuseraft removes whole messages only"),
                 OpKind::Repeat => unreachable!("fuseraft sends every edit it makes"),
+                OpKind::Cut { .. } => unreachable!("fuseraft sends its truncations as Truncate"),
             }
         }
         let input: u64 = ctx.iter().map(|m| m.token_count()).sum();
