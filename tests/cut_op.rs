@@ -9,84 +9,48 @@ mod in_process_support;
 use ctxlab::model::{Part, Role, Session};
 use ctxlab::replay;
 use ctxlab_plugin_api::*;
-use in_process_support::{call, msg, replay_in_process, text_msg as text};
-use serde_json::{json, Value};
+use in_process_support::{call, msg, replay_in_process, text_msg as text, OpsPerCall};
+use serde_json::json;
 
-/// Sends, at the agent's k-th call, the ops of its `ops` parameter's k-th list (JSON).
-struct Scripted {
-    ops: Vec<Vec<Op>>,
-}
-
-impl Strategy for Scripted {
-    /// Also reports, for each cut it sends, the host's count of it (`Call::count_cut`) and of
-    /// its text made whole (`Call::count_text`) as gauges.
-    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
-        let Some(ops) = self.ops.get(call.agent_call_index() as usize) else {
-            return Ok(());
-        };
-        for op in ops {
-            if let OpKind::Cut { head, tail, marker } = &op.kind {
-                let i = op.start;
-                let text = call.msg(i).text();
-                // A cut the host refuses is sent as it is, without gauges.
-                let pieces = (*head as usize)
-                    .checked_add(*tail as usize)
-                    .filter(|&ht| ht <= text.len())
-                    .and_then(|_| {
-                        Some((
-                            text.get(..*head as usize)?,
-                            text.get(text.len() - *tail as usize..)?,
-                        ))
-                    });
-                let Some((h, t)) = pieces else {
-                    assert_eq!(call.count_cut(i, *head, marker, *tail), None);
-                    continue;
-                };
-                let whole = format!("{h}{marker}{t}");
-                let by_cut = call
-                    .count_cut(i, *head, marker, *tail)
-                    .ok_or("no count_cut")?;
-                let by_text = call.count_text(&whole).ok_or("no count_text")?;
-                out.gauge(&format!("cut {i}"), by_cut as f64);
-                out.gauge(&format!("text {i}"), by_text as f64);
-            }
-        }
-        out.ops.extend(ops.iter().cloned());
-        Ok(())
-    }
-    fn export(&self, _: &str) -> Result<String, String> {
-        Ok(String::new())
-    }
-}
-
-struct ScriptedFactory;
-
-impl StrategyFactory for ScriptedFactory {
-    fn info(&self) -> StrategyInfo {
-        StrategyInfo {
-            id: "test.cut",
-            title: "scripted ops",
-            system: "test",
-            description: "sends the ops it is given, call by call",
-            params: vec![ParamSpec::new(
-                "ops",
-                ParamType::String,
-                json!("[]"),
-                "ops per call",
-            )],
-            export_formats: &[],
+/// Reports, for each cut it is to send, the host's count of it (`Call::count_cut`) and of its
+/// text made whole (`Call::count_text`) as gauges.
+fn gauge_cuts(call: &Call<'_>, ops: &[Op], out: &mut Decision) -> Result<(), String> {
+    for op in ops {
+        if let OpKind::Cut { head, tail, marker } = &op.kind {
+            let i = op.start;
+            let text = call.msg(i).text();
+            // A cut the host refuses is sent as it is, without gauges.
+            let pieces = (*head as usize)
+                .checked_add(*tail as usize)
+                .filter(|&ht| ht <= text.len())
+                .and_then(|_| {
+                    Some((
+                        text.get(..*head as usize)?,
+                        text.get(text.len() - *tail as usize..)?,
+                    ))
+                });
+            let Some((h, t)) = pieces else {
+                assert_eq!(call.count_cut(i, *head, marker, *tail), None);
+                continue;
+            };
+            let whole = format!("{h}{marker}{t}");
+            let by_cut = call
+                .count_cut(i, *head, marker, *tail)
+                .ok_or("no count_cut")?;
+            let by_text = call.count_text(&whole).ok_or("no count_text")?;
+            out.gauge(&format!("cut {i}"), by_cut as f64);
+            out.gauge(&format!("text {i}"), by_text as f64);
         }
     }
-    fn create(&self, p: Params) -> Result<Box<dyn Strategy>, String> {
-        let ops = serde_json::from_str(p.str("ops")).map_err(|e| e.to_string())?;
-        Ok(Box::new(Scripted { ops }))
-    }
-    fn import(&self, _: &str, _: &str) -> Result<Value, String> {
-        Ok(Value::Null)
-    }
+    Ok(())
 }
 
-export_plugin!(name: "cut", version: "0", strategies: [&ScriptedFactory]);
+static SCRIPTED: OpsPerCall = OpsPerCall {
+    id: "test.cut",
+    hook: Some(gauge_cuts),
+};
+
+export_plugin!(name: "cut", version: "0", strategies: [&SCRIPTED]);
 
 /// The content of round k's tool result: multi-byte text in lines.
 fn result(k: usize) -> String {

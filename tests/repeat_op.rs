@@ -9,54 +9,15 @@ mod in_process_support;
 use ctxlab::model::{Part, Role, Session};
 use ctxlab::replay;
 use ctxlab_plugin_api::*;
-use in_process_support::{call, msg, replay_in_process, text_msg as text};
-use serde_json::{json, Value};
+use in_process_support::{call, msg, replay_in_process, text_msg as text, OpsPerCall};
+use serde_json::json;
 
-/// Sends, at the agent's k-th call, the ops of its `ops` parameter's k-th list (JSON).
-struct Scripted {
-    ops: Vec<Vec<Op>>,
-}
+static SCRIPTED: OpsPerCall = OpsPerCall {
+    id: "test.repeat",
+    hook: None,
+};
 
-impl Strategy for Scripted {
-    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
-        if let Some(ops) = self.ops.get(call.agent_call_index() as usize) {
-            out.ops.extend(ops.iter().cloned());
-        }
-        Ok(())
-    }
-    fn export(&self, _: &str) -> Result<String, String> {
-        Ok(String::new())
-    }
-}
-
-struct ScriptedFactory;
-
-impl StrategyFactory for ScriptedFactory {
-    fn info(&self) -> StrategyInfo {
-        StrategyInfo {
-            id: "test.repeat",
-            title: "scripted ops",
-            system: "test",
-            description: "sends the ops it is given, call by call",
-            params: vec![ParamSpec::new(
-                "ops",
-                ParamType::String,
-                json!("[]"),
-                "ops per call",
-            )],
-            export_formats: &[],
-        }
-    }
-    fn create(&self, p: Params) -> Result<Box<dyn Strategy>, String> {
-        let ops = serde_json::from_str(p.str("ops")).map_err(|e| e.to_string())?;
-        Ok(Box::new(Scripted { ops }))
-    }
-    fn import(&self, _: &str, _: &str) -> Result<Value, String> {
-        Ok(Value::Null)
-    }
-}
-
-export_plugin!(name: "repeat", version: "0", strategies: [&ScriptedFactory]);
+export_plugin!(name: "repeat", version: "0", strategies: [&SCRIPTED]);
 
 /// A user request, then three rounds of (call, long result, answer, next request); a model
 /// call before each answer: with 3, 7 and 11 messages.

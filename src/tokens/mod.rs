@@ -186,7 +186,11 @@ pub fn counter(name: &str) -> crate::Result<Arc<dyn TokenCounter>> {
 /// step in the portable build, 32 where the CPU has AVX2 (checked at run time, once: std caches
 /// it). Every text a strategy writes is counted here, a LibreChat replay's 100 MB per 10k messages.
 pub(crate) fn ascii_and_other_chars(text: &str) -> (u64, u64) {
-    let bytes = text.as_bytes();
+    ascii_and_other_bytes(text.as_bytes())
+}
+
+/// [`ascii_and_other_chars`] of UTF-8 bytes (texts joined).
+pub(crate) fn ascii_and_other_bytes(bytes: &[u8]) -> (u64, u64) {
     #[cfg(target_arch = "x86_64")]
     if bytes.len() >= 64 && std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.

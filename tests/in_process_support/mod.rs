@@ -9,6 +9,69 @@ use ctxlab::model::{self, Message, MessageFlags, Part, Role, Session, SourcePos}
 use ctxlab::plugin_host::Registry;
 use ctxlab::replay::{self, Budget, ReplayOptions, StrategySpec};
 use ctxlab_plugin_api::abi::PluginTable;
+use ctxlab_plugin_api::{
+    Call, Decision, Op, ParamSpec, ParamType, Params, Strategy, StrategyFactory, StrategyInfo,
+};
+use serde_json::{json, Value};
+
+/// What a strategy of [`OpsPerCall`] also does at a call, given the ops it sends then.
+pub type Hook = fn(&Call<'_>, &[Op], &mut Decision) -> Result<(), String>;
+
+/// A strategy that sends, at the agent's k-th call, the ops of its `ops` parameter's k-th list
+/// (JSON), after its hook (if any) has seen them.
+pub struct OpsPerCall {
+    pub id: &'static str,
+    pub hook: Option<Hook>,
+}
+
+struct Scripted {
+    ops: Vec<Vec<Op>>,
+    hook: Option<Hook>,
+}
+
+impl Strategy for Scripted {
+    fn decide(&mut self, call: &Call<'_>, out: &mut Decision) -> Result<(), String> {
+        let Some(ops) = self.ops.get(call.agent_call_index() as usize) else {
+            return Ok(());
+        };
+        if let Some(hook) = self.hook {
+            hook(call, ops, out)?;
+        }
+        out.ops.extend(ops.iter().cloned());
+        Ok(())
+    }
+    fn export(&self, _: &str) -> Result<String, String> {
+        Ok(String::new())
+    }
+}
+
+impl StrategyFactory for OpsPerCall {
+    fn info(&self) -> StrategyInfo {
+        StrategyInfo {
+            id: self.id,
+            title: "scripted ops",
+            system: "test",
+            description: "sends the ops it is given, call by call",
+            params: vec![ParamSpec::new(
+                "ops",
+                ParamType::String,
+                json!("[]"),
+                "ops per call",
+            )],
+            export_formats: &[],
+        }
+    }
+    fn create(&self, p: Params) -> Result<Box<dyn Strategy>, String> {
+        let ops = serde_json::from_str(p.str("ops")).map_err(|e| e.to_string())?;
+        Ok(Box::new(Scripted {
+            ops,
+            hook: self.hook,
+        }))
+    }
+    fn import(&self, _: &str, _: &str) -> Result<Value, String> {
+        Ok(Value::Null)
+    }
+}
 
 /// A message of the session's first agent.
 pub fn msg(role: Role, parts: Vec<Part>) -> Message {

@@ -96,12 +96,19 @@ impl Sums {
     fn len(&self) -> usize {
         self.t.len()
     }
-    /// Appends a count.
+    /// Appends a count. Node k covers (k − lowbit(k), k]: the count and the nodes k − 1,
+    /// k − 2, k − 4, … below lowbit(k), which tile the rest of it (amortized two steps a count:
+    /// a new run appends its whole history again).
     fn push(&mut self, v: u64) {
         let k = self.t.len() + 1;
         let low = k & k.wrapping_neg();
-        let v = v + self.prefix(k - 1) - self.prefix(k - low);
-        self.t.push(v);
+        let mut s = v;
+        let mut step = 1;
+        while step < low {
+            s += self.t[k - step - 1];
+            step <<= 1;
+        }
+        self.t.push(s);
     }
     /// Keeps the first `n` counts (a node covers only counts at or before it).
     fn truncate(&mut self, n: usize) {
@@ -882,11 +889,12 @@ impl Pruner {
         self.dirty_from = self.dirty_from.min(self.map.len());
         for m in &msgs[self.map.len()..] {
             self.map.push(None);
-            self.sums.push(0);
             self.content.push(None);
             self.vers.push(0);
             self.lens.push(m.len);
         }
+        // Counts from here on are appended to the sums once known (below).
+        let summed = self.sums.len();
 
         // New messages: raw counts; with usage, the first new AI message is the reply and counts
         // the provider's output tokens.
@@ -904,11 +912,16 @@ impl Pruner {
                 }
                 _ => self.map[i] = Some(msgs[i].tokens),
             }
-            self.sums.set(i, 0, self.map[i].unwrap_or(0));
+            if i < summed {
+                self.sums.set(i, 0, self.map[i].unwrap_or(0));
+            }
             if usage.is_some() {
                 new_outputs[i - new_from] = true;
             }
             self.total += self.map[i].unwrap_or(0);
+        }
+        for i in summed..n {
+            self.sums.push(self.map[i].unwrap_or(0));
         }
 
         // Cumulative calibration (prune.ts "Cumulative calibration").
@@ -1739,6 +1752,50 @@ mod tests {
             text_tokens: Default::default(),
             cuts: Default::default(),
             orphan_from: usize::MAX,
+        }
+    }
+
+    /// The prefix sums as a new run uses them: counts appended (whole histories again after a
+    /// truncation), changed in place and searched, against plain sums of the same counts.
+    #[test]
+    fn sums_follow_their_counts_through_appends_changes_and_truncations() {
+        let mut r = ctxlab_plugin_api::testing::Rng(7);
+        let mut sums = Sums::default();
+        let mut plain: Vec<u64> = Vec::new();
+        for _ in 0..400 {
+            match r.below(4) {
+                0 | 1 => {
+                    for _ in 0..r.below(40) {
+                        let v = r.below(1000);
+                        sums.push(v);
+                        plain.push(v);
+                    }
+                }
+                2 if !plain.is_empty() => {
+                    let i = r.below(plain.len() as u64) as usize;
+                    let v = r.below(1000);
+                    sums.set(i, plain[i], v);
+                    plain[i] = v;
+                }
+                _ => {
+                    let n = r.below(plain.len() as u64 + 1) as usize;
+                    sums.truncate(n);
+                    plain.truncate(n);
+                }
+            }
+            assert_eq!(sums.len(), plain.len());
+            let mut acc = 0;
+            for p in 0..=plain.len() {
+                assert_eq!(sums.prefix(p), acc, "prefix {p} of {plain:?}");
+                if p < plain.len() {
+                    acc += plain[p];
+                }
+            }
+            if acc > 0 {
+                let need = r.below(acc) + 1;
+                let want = (1..=plain.len()).find(|&p| plain[..p].iter().sum::<u64>() >= need);
+                assert_eq!(sums.lower_bound(need), want, "{need} in {plain:?}");
+            }
         }
     }
 
