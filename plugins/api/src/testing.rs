@@ -155,6 +155,10 @@ pub struct TestCall {
     pub new_request: bool,
     pub assistant_turns: Option<u64>,
     pub messages: Vec<TestMsg>,
+    /// The run's token counter as the host would offer it (`Call::count_text`), and with it
+    /// the count of cuts (ABI 1.8: every message flagged `FLAG_CUT`, `Call::count_cut` counts
+    /// the text a cut makes); `None`: no counter, as a host without one.
+    pub counter: Option<fn(&str) -> u64>,
 }
 
 impl TestCall {
@@ -184,7 +188,27 @@ impl TestCall {
         self.with_view(|raw| {
             let call = unsafe { Call::from_raw(raw) };
             let mut d = Decision::default();
-            strategy.decide(&call, &mut d)?;
+            match self.counter {
+                None => strategy.decide(&call, &mut d)?,
+                Some(count) => {
+                    let text = |t: &str| count(t);
+                    let view = call;
+                    let cut = |i: usize, head: u64, marker: &str, tail: u64| {
+                        let t = view.msg(i).text();
+                        let (head, tail) = (head as usize, tail as usize);
+                        match (
+                            head.checked_add(tail).filter(|&n| n <= t.len()),
+                            t.get(..head),
+                            t.get(t.len().saturating_sub(tail)..),
+                        ) {
+                            (Some(_), Some(h), Some(tl)) => count(&format!("{h}{marker}{tl}")),
+                            _ => u64::MAX,
+                        }
+                    };
+                    let call = call.with_counter(&text).with_cut_counter(&cut);
+                    strategy.decide(&call, &mut d)?
+                }
+            }
             Ok(d)
         })
     }
@@ -216,7 +240,10 @@ impl TestCall {
             .map(|(i, (m, t))| MessageView {
                 id: if m.id == 0 { i as u64 + 1 } else { m.id },
                 role: m.role.to_abi(),
-                flags: m.flags | FLAG_CONTENT | if m.parts.is_some() { FLAG_PARTS } else { 0 },
+                flags: m.flags
+                    | FLAG_CONTENT
+                    | if m.parts.is_some() { FLAG_PARTS } else { 0 }
+                    | if self.counter.is_some() { FLAG_CUT } else { 0 },
                 agent: StrRef::new(&m.agent),
                 tokens: m.token_count(),
                 chars: m.text.chars().count() as u64,

@@ -408,8 +408,8 @@ fn cut_text(rc: &dyn Recount, m: &Lc, i: usize, original: &str, cut: Cut) -> (Te
 /// What a kept message sends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sent {
-    /// Its text as the run holds it ([`Pruner::run_text`]: masked, truncated or pruned within
-    /// the run, else the original): nothing is copied per call.
+    /// Its text as the run holds it ([`Pruner::run_text_version`]: masked, truncated or pruned
+    /// within the run, else the original): nothing is copied per call.
     Run,
     /// A text of this call only (orphan repair, fallback fading, emergency truncation).
     Own(String),
@@ -742,16 +742,8 @@ impl Pruner {
         self.sums.set(i, old, tokens);
     }
 
-    /// The text of message `i` as the run holds it when it is not the original.
-    pub fn run_text<'a>(&'a self, i: usize, original: &'a str) -> Option<&'a str> {
-        self.content
-            .get(i)
-            .and_then(|t| t.as_ref())
-            .map(|t| t.get(original))
-    }
-
-    /// [`Pruner::run_text`] with its version ([`new_version`]): the same while the run leaves
-    /// the text alone.
+    /// The text of message `i` as the run holds it, when not the original, with its version
+    /// ([`new_version`]): the same while the run leaves the text alone.
     pub fn run_text_version(&self, i: usize) -> Option<(&Text, u64)> {
         self.content
             .get(i)

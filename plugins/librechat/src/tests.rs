@@ -299,6 +299,56 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
     }
 }
 
+/// ABI 1.8: cuts of originals kept as cuts (counted by the host without their text, sent as
+/// `Cut` ops) decide as the same cuts made whole (counted as texts, sent as `Mask` ops with
+/// their text): call by call the same ops once each `Cut` is made into the text it names, the
+/// same events and gauges, with summarization on and off, through a counter as the host offers
+/// it (chars/4) — and cuts are really sent.
+#[test]
+fn cuts_sent_as_cuts_decide_as_cuts_sent_whole() {
+    let history = long_conversation(700);
+    let count: fn(&str) -> u64 = |t| (t.len() as u64).div_ceil(4);
+    for params in [serde_json::json!({}), serde_json::json!({"enabled": false})] {
+        let mut by_cut = engine(params.clone());
+        let mut whole = engine(params.clone()).without_cut();
+        let mut prev = 0;
+        let mut cuts = 0;
+        for k in 1..history.len() {
+            if history[k].role != ctxlab_plugin_api::Role::Assistant {
+                continue;
+            }
+            let mut c = call(history[..k].to_vec(), 32_000);
+            c.counter = Some(count);
+            c.new_messages = (k - prev) as u64;
+            c.new_request = history[prev..k]
+                .iter()
+                .any(|m| m.role == ctxlab_plugin_api::Role::User);
+            prev = k;
+            let mut a = c.decide(&mut by_cut).unwrap();
+            for o in &mut a.ops {
+                if let OpKind::Cut { head, tail, marker } = &o.kind {
+                    let t = &c.messages[o.start].text;
+                    let placeholder = format!(
+                        "{}{marker}{}",
+                        &t[..*head as usize],
+                        &t[t.len() - *tail as usize..]
+                    );
+                    o.kind = OpKind::Mask { placeholder };
+                    cuts += 1;
+                }
+            }
+            let b = c.decide(&mut whole).unwrap();
+            assert!(!b.ops.iter().any(|o| matches!(o.kind, OpKind::Cut { .. })));
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "{params} at call before {k}"
+            );
+        }
+        assert!(cuts > 10, "{params}: {cuts} cuts sent");
+    }
+}
+
 /// The masks an engine without `Repeat` sends over the same calls.
 fn full_masks(params: &serde_json::Value, history: &[TestMsg]) -> usize {
     let mut e = engine(params.clone()).without_repeat();
