@@ -14,7 +14,8 @@
 //!   an O(1) guard before any per-op work).
 //!
 //! - `random`: from `seed` and the call index, 0–7 ops of any kind with any ranges (past the end,
-//!   reversed, near `usize::MAX`), sizes and scopes, and 0–3 events: the host's validation under
+//!   reversed, near `usize::MAX`), sizes and scopes (a cut is first counted through the host's
+//!   `count_cut` with the same arguments), and 0–3 events: the host's validation under
 //!   a fuzz loop (`tests/fuzz_hostile.rs`), where a run either succeeds or fails with the plugin,
 //!   the call and the reason, and never panics.
 //!
@@ -125,7 +126,7 @@ impl Strategy for BadOps {
             }
             "random" => random_decision(
                 self.seed ^ call.call_index().wrapping_mul(0x9E37_79B9),
-                len,
+                call,
                 out,
             ),
             _ => {}
@@ -148,7 +149,8 @@ fn next(x: &mut u64) -> u64 {
     x.wrapping_mul(0x2545_F491_4F6C_DD1D)
 }
 
-fn random_decision(seed: u64, len: usize, out: &mut Decision) {
+fn random_decision(seed: u64, call: &Call<'_>, out: &mut Decision) {
+    let len = call.len();
     // splitmix64 of the seed: neighbouring seeds start far apart.
     let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -178,7 +180,7 @@ fn random_decision(seed: u64, len: usize, out: &mut Decision) {
             _ => pick(10_000),
         };
         let text = "x".repeat(pick(3) as usize * pick(5_000) as usize);
-        let kind = match pick(9) {
+        let kind = match pick(10) {
             0 => OpKind::Drop,
             1 => OpKind::Summarize {
                 role: if pick(2) == 0 {
@@ -202,6 +204,21 @@ fn random_decision(seed: u64, len: usize, out: &mut Decision) {
             5 => OpKind::Pin,
             6 => OpKind::Unpin,
             7 => OpKind::AllowSplit,
+            // ABI 1.8: cuts at any bytes (off character boundaries, past the text), counted
+            // first through the host's `count_cut` with the same hostile arguments.
+            8 => {
+                let tail = match pick(3) {
+                    0 => u64::MAX - size,
+                    1 => pick(100),
+                    _ => size,
+                };
+                let _ = call.count_cut(start, size, &text, tail);
+                OpKind::Cut {
+                    head: size,
+                    tail,
+                    marker: text,
+                }
+            }
             _ => OpKind::Drop,
         };
         let scope = if pick(2) == 0 {
