@@ -6,10 +6,10 @@
 
 mod in_process_support;
 
-use ctxlab::model::{Part, Role, Session};
+use ctxlab::model::Session;
 use ctxlab::replay;
 use ctxlab_plugin_api::*;
-use in_process_support::{call, msg, replay_in_process, text_msg as text, OpsPerCall};
+use in_process_support::{replay_in_process, tool_rounds, OpsPerCall};
 use serde_json::json;
 
 /// Reports, for each cut it is to send, the host's count of it (`Call::count_cut`) and of its
@@ -60,35 +60,7 @@ fn result(k: usize) -> String {
 /// A user request, then three rounds of (call, long result, answer, next request); a model
 /// call before each answer. Round k's result is at 2 + 4k, its call sees messages up to 3 + 4k.
 fn session() -> Session {
-    let mut s = Session {
-        id: "cut".into(),
-        ..Session::default()
-    };
-    s.agent_index("main");
-    s.messages.push(text(Role::User, "read the files"));
-    for k in 0..3 {
-        let id = format!("c{k}");
-        s.messages.push(msg(
-            Role::Assistant,
-            vec![Part::ToolCall {
-                id: id.clone(),
-                name: "read".into(),
-                args: "{}".into(),
-            }],
-        ));
-        s.messages.push(msg(
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: id,
-                content: result(k),
-                is_error: false,
-            }],
-        ));
-        s.messages.push(text(Role::Assistant, "done"));
-        s.messages.push(text(Role::User, "go on"));
-    }
-    s.calls = (0..3).map(|k| call(3 + 4 * k, Some(3 + 4 * k))).collect();
-    s
+    tool_rounds("cut", 3, result)
 }
 
 fn op(kind: OpKind, scope: Scope, at: usize) -> Op {

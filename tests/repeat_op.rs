@@ -6,10 +6,10 @@
 
 mod in_process_support;
 
-use ctxlab::model::{Part, Role, Session};
+use ctxlab::model::Session;
 use ctxlab::replay;
 use ctxlab_plugin_api::*;
-use in_process_support::{call, msg, replay_in_process, text_msg as text, OpsPerCall};
+use in_process_support::{replay_in_process, tool_rounds, OpsPerCall};
 use serde_json::json;
 
 static SCRIPTED: OpsPerCall = OpsPerCall {
@@ -28,37 +28,7 @@ fn session() -> Session {
 /// [`session`] with `rounds` rounds: the result of round k is at 2 + 4k, its call sees
 /// messages up to 3 + 4k.
 fn session_of(rounds: usize) -> Session {
-    let mut s = Session {
-        id: "repeat".into(),
-        ..Session::default()
-    };
-    s.agent_index("main");
-    s.messages.push(text(Role::User, "read the files"));
-    for k in 0..rounds {
-        let id = format!("c{k}");
-        s.messages.push(msg(
-            Role::Assistant,
-            vec![Part::ToolCall {
-                id: id.clone(),
-                name: "read".into(),
-                args: "{}".into(),
-            }],
-        ));
-        s.messages.push(msg(
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: id,
-                content: format!("result {k} ").repeat(40),
-                is_error: false,
-            }],
-        ));
-        s.messages.push(text(Role::Assistant, "done"));
-        s.messages.push(text(Role::User, "go on"));
-    }
-    s.calls = (0..rounds)
-        .map(|k| call(3 + 4 * k, Some(3 + 4 * k)))
-        .collect();
-    s
+    tool_rounds("repeat", rounds, |k| format!("result {k} ").repeat(40))
 }
 
 fn op(kind: OpKind, scope: Scope, start: usize, end: usize) -> Op {

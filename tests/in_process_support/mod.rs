@@ -104,6 +104,43 @@ pub fn call(context_end: usize, reply: Option<usize>) -> model::Call {
     }
 }
 
+/// A user request, then `rounds` rounds of (call, the tool result `result(k)`, answer, next
+/// request), with a model call before each answer: round k's result is at 2 + 4k and its call
+/// sees the messages up to 3 + 4k.
+pub fn tool_rounds(id: &str, rounds: usize, result: impl Fn(usize) -> String) -> Session {
+    let mut s = Session {
+        id: id.into(),
+        ..Session::default()
+    };
+    s.agent_index("main");
+    s.messages.push(text_msg(Role::User, "read the files"));
+    for k in 0..rounds {
+        let id = format!("c{k}");
+        s.messages.push(msg(
+            Role::Assistant,
+            vec![Part::ToolCall {
+                id: id.clone(),
+                name: "read".into(),
+                args: "{}".into(),
+            }],
+        ));
+        s.messages.push(msg(
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: id,
+                content: result(k),
+                is_error: false,
+            }],
+        ));
+        s.messages.push(text_msg(Role::Assistant, "done"));
+        s.messages.push(text_msg(Role::User, "go on"));
+    }
+    s.calls = (0..rounds)
+        .map(|k| call(3 + 4 * k, Some(3 + 4 * k)))
+        .collect();
+    s
+}
+
 /// The same plugin table as `table`, declaring the older ABI minor `minor`: what a plugin built
 /// for that version hands the host (an additive minor keeps the table's layout).
 pub fn built_for_minor(table: &'static PluginTable, minor: u32) -> &'static PluginTable {

@@ -258,18 +258,8 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
         let mut full = engine(params.clone()).from_scratch().without_repeat();
         let mut last = Vec::new();
         let (mut repeats, mut masks) = (0, 0);
-        let mut prev = 0;
         let mut most = 0;
-        for k in 1..history.len() {
-            if history[k].role != ctxlab_plugin_api::Role::Assistant {
-                continue;
-            }
-            let mut c = call(history[..k].to_vec(), 32_000);
-            c.new_messages = (k - prev) as u64;
-            c.new_request = history[prev..k]
-                .iter()
-                .any(|m| m.role == ctxlab_plugin_api::Role::User);
-            prev = k;
+        for (k, c) in calls_over(&history, 32_000) {
             let a = c.decide(&mut inc).unwrap();
             repeats += a.ops.iter().filter(|o| o.kind == OpKind::Repeat).count();
             masks += a
@@ -311,19 +301,9 @@ fn cuts_sent_as_cuts_decide_as_cuts_sent_whole() {
     for params in [serde_json::json!({}), serde_json::json!({"enabled": false})] {
         let mut by_cut = engine(params.clone());
         let mut whole = engine(params.clone()).without_cut();
-        let mut prev = 0;
         let mut cuts = 0;
-        for k in 1..history.len() {
-            if history[k].role != ctxlab_plugin_api::Role::Assistant {
-                continue;
-            }
-            let mut c = call(history[..k].to_vec(), 32_000);
+        for (k, mut c) in calls_over(&history, 32_000) {
             c.counter = Some(count);
-            c.new_messages = (k - prev) as u64;
-            c.new_request = history[prev..k]
-                .iter()
-                .any(|m| m.role == ctxlab_plugin_api::Role::User);
-            prev = k;
             let mut a = c.decide(&mut by_cut).unwrap();
             for o in &mut a.ops {
                 if let OpKind::Cut { head, tail, marker } = &o.kind {
@@ -349,21 +329,29 @@ fn cuts_sent_as_cuts_decide_as_cuts_sent_whole() {
     }
 }
 
+/// The calls of an agent over `history` at this window, one before each assistant message
+/// (with the messages it sees, those new since the last call, and whether a request came):
+/// (the assistant message's position, the call).
+fn calls_over(history: &[TestMsg], window: u64) -> impl Iterator<Item = (usize, TestCall)> + '_ {
+    let mut prev = 0;
+    (1..history.len())
+        .filter(|&k| history[k].role == ctxlab_plugin_api::Role::Assistant)
+        .map(move |k| {
+            let mut c = call(history[..k].to_vec(), window);
+            c.new_messages = (k - prev) as u64;
+            c.new_request = history[prev..k]
+                .iter()
+                .any(|m| m.role == ctxlab_plugin_api::Role::User);
+            prev = k;
+            (k, c)
+        })
+}
+
 /// The masks an engine without `Repeat` sends over the same calls.
 fn full_masks(params: &serde_json::Value, history: &[TestMsg]) -> usize {
     let mut e = engine(params.clone()).without_repeat();
-    let mut prev = 0;
     let mut masks = 0;
-    for k in 1..history.len() {
-        if history[k].role != ctxlab_plugin_api::Role::Assistant {
-            continue;
-        }
-        let mut c = call(history[..k].to_vec(), 32_000);
-        c.new_messages = (k - prev) as u64;
-        c.new_request = history[prev..k]
-            .iter()
-            .any(|m| m.role == ctxlab_plugin_api::Role::User);
-        prev = k;
+    for (_, c) in calls_over(history, 32_000) {
         let d = c.decide(&mut e).unwrap();
         masks += d
             .ops
