@@ -39,7 +39,13 @@ pub fn js_len(s: &str) -> u64 {
     for block in &mut blocks {
         units += units_of_block(block);
     }
-    units + blocks.remainder().iter().map(|&b| unit_of(b)).sum::<u64>()
+    // The rest a word at a time: most lengths asked are of a few lines (the distance from a cut
+    // to the newline it snaps to).
+    let mut words = blocks.remainder().chunks_exact(8);
+    for w in &mut words {
+        units += units_of_word(w);
+    }
+    units + words.remainder().iter().map(|&b| unit_of(b)).sum::<u64>()
 }
 
 /// The UTF-16 units a UTF-8 byte starts: 0 for a continuation byte, 2 for the lead of a
@@ -53,16 +59,36 @@ fn unit_of(b: u8) -> u64 {
 /// lanes count at most 8 each, summed across by one multiplication (no `popcnt`, which the
 /// baseline x86-64 target does not have).
 fn units_of_block(block: &[u8]) -> u64 {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let (mut cont, mut four) = (0u64, 0u64);
     for w in block.chunks_exact(8) {
-        let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-        cont += (w & !(w << 1) & HIGH) >> 7;
-        four += (w & (w << 1) & (w << 2) & (w << 3) & HIGH) >> 7;
+        let (c, f) = lanes_of_word(w);
+        cont += c;
+        four += f;
     }
-    let across = |lanes: u64| lanes.wrapping_mul(ONES) >> 56;
     block.len() as u64 - across(cont) + across(four)
+}
+
+/// Per byte lane of eight bytes (bit 0 of each lane): whether it is a continuation byte, and
+/// whether it is the lead of a four-byte sequence ([`units_of_block`]).
+fn lanes_of_word(w: &[u8]) -> (u64, u64) {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let w = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+    (
+        (w & !(w << 1) & HIGH) >> 7,
+        (w & (w << 1) & (w << 2) & (w << 3) & HIGH) >> 7,
+    )
+}
+
+/// The lanes' counts summed across (each at most 8 per lane).
+fn across(lanes: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    lanes.wrapping_mul(ONES) >> 56
+}
+
+/// [`unit_of`] summed over eight bytes.
+fn units_of_word(w: &[u8]) -> u64 {
+    let (cont, four) = lanes_of_word(w);
+    8 - across(cont) + across(four)
 }
 
 /// Where UTF-16 unit `u` of `s` starts, as a byte offset (the end when `u` is past it), and
@@ -259,7 +285,24 @@ pub fn cut_result_of(
     cuts: Option<&Cuts>,
 ) -> Option<(Cut, u64)> {
     let len = len as usize;
-    let cuts = cuts.filter(|_| u32::try_from(content.len()).is_ok());
+    // As many UTF-16 units as bytes: all ASCII, so a unit is a byte and no walk finds it.
+    let ascii = len == content.len();
+    debug_assert!(!ascii || content.is_ascii(), "a length that is not the content's");
+    let near = |from: (usize, usize), u: usize| {
+        if ascii {
+            (u.min(len), false)
+        } else {
+            byte_near(content, from, u)
+        }
+    };
+    let units_in = |a: usize, b: usize| {
+        if ascii {
+            b - a
+        } else {
+            js_len(&content[a..b]) as usize
+        }
+    };
+    let cuts = cuts.filter(|_| !ascii && u32::try_from(content.len()).is_ok());
     let [head_from, tail_from] = cuts
         .and_then(|c| c.0.get())
         .map(|k| k.map(|(b, u)| (b as usize, u as usize)))
@@ -292,7 +335,7 @@ pub fn cut_result_of(
     // is within 200 units of it (so within 800 bytes: no farther one is looked for).
     // Units of the head and the tail as cut (a half pair at a cut is one unit, U+FFFD).
     let mut head_units = head_size;
-    let mut head = byte_near(content, head_from, head_size);
+    let mut head = near(head_from, head_size);
     let head_cut = head;
     let (hb, split) = head;
     let at_head = !split && content.as_bytes().get(hb) == Some(&b'\n');
@@ -307,7 +350,7 @@ pub fn cut_result_of(
         content[from..hb]
             .rfind('\n')
             .map(|b| from + b)
-            .map(|b| (b, unit_of_hb - js_len(&content[b..hb]) as usize))
+            .map(|b| (b, unit_of_hb - units_in(b, hb)))
     };
     if let Some((b, unit)) = nl {
         if unit as i64 > head_size as i64 - 200 && unit > 0 {
@@ -319,7 +362,7 @@ pub fn cut_result_of(
     // it is within 200 units of it.
     let tail_start = len - tail_size;
     let mut tail_units = tail_size;
-    let mut tail = byte_near(content, tail_from, tail_start);
+    let mut tail = near(tail_from, tail_start);
     if let Some(c) = cuts {
         // Each cut as a character start and the units before it (a split pair's start is one
         // unit before the cut).
@@ -338,7 +381,7 @@ pub fn cut_result_of(
         to -= 1;
     }
     if let Some(off) = content[from_b..to].find('\n') {
-        let unit = from_unit + js_len(&content[from_b..from_b + off]) as usize;
+        let unit = from_unit + units_in(from_b, from_b + off);
         if unit > 0 && unit < tail_start + 200 {
             tail = (from_b + off + 1, false);
             tail_units = len - (unit + 1);
@@ -468,7 +511,8 @@ mod tests {
     }
 
     /// The UTF-8 `truncate_result` cuts where the UTF-16 one does, on random texts of ASCII,
-    /// newlines, BMP characters and emoji (surrogate pairs) at every kind of limit.
+    /// newlines, BMP characters and emoji (surrogate pairs), and on texts all ASCII, at every
+    /// kind of limit.
     #[test]
     fn result_truncation_on_utf8_equals_the_one_on_utf16_units() {
         let mut r = ctxlab_plugin_api::testing::Rng(11);
@@ -479,13 +523,14 @@ mod tests {
             let mut text = String::new();
             // Dense multi-byte text without newlines; sparse newlines (one in ~300 pieces, so
             // the newline nearest a cut may lie past the 200 units LibreChat looks within);
-            // every piece alike.
-            let shape = r.below(4);
+            // all ASCII (cut without a walk: a unit is a byte); every piece alike.
+            let shape = r.below(5);
             for _ in 0..n {
                 let p = match shape {
                     0 => r.below(2) + 3,
                     1 if r.below(300) == 0 => 2,
                     1 => [0, 1, 3, 4, 6][r.below(5) as usize],
+                    2 => [0, 1, 2, 5][r.below(4) as usize],
                     _ => r.below(pieces.len() as u64),
                 };
                 text.push_str(pieces[p as usize]);
