@@ -287,7 +287,10 @@ pub fn cut_result_of(
     let len = len as usize;
     // As many UTF-16 units as bytes: all ASCII, so a unit is a byte and no walk finds it.
     let ascii = len == content.len();
-    debug_assert!(!ascii || content.is_ascii(), "a length that is not the content's");
+    debug_assert!(
+        !ascii || content.is_ascii(),
+        "a length that is not the content's"
+    );
     let near = |from: (usize, usize), u: usize| {
         if ascii {
             (u.min(len), false)
