@@ -132,6 +132,8 @@ pub struct LibreChat {
     incremental: bool,
     agents: HashMap<String, AgentState>,
     last_budget: Option<Budget>,
+    /// Pre-flight passes that looked only at the last pass's lists (for tests).
+    listed: u64,
 }
 
 /// The run's counter through the host (ABI 1.1); without one, tokens scale with the characters.
@@ -281,6 +283,12 @@ impl LibreChat {
             .sum()
     }
 
+    /// Pre-flight passes that looked only at what the last pass left over the caps (for tests).
+    #[cfg(test)]
+    pub fn listed(&self) -> u64 {
+        self.listed
+    }
+
     pub fn new(cfg: Config) -> LibreChat {
         LibreChat {
             cfg,
@@ -289,6 +297,7 @@ impl LibreChat {
             incremental: true,
             agents: HashMap::new(),
             last_budget: None,
+            listed: 0,
         }
     }
 }
@@ -424,6 +433,7 @@ impl Strategy for LibreChat {
                 cut: self.cut,
             },
         );
+        self.listed += u64::from(res.listed);
         if res.calibration_ratio > 0.0 {
             st.ratio = res.calibration_ratio;
         }

@@ -536,6 +536,8 @@ pub struct Pruned {
     pub emergency: Option<u64>,
     pub instructions: f64,
     pub pruning_budget: f64,
+    /// The pre-flight looked only at what its last pass left over the caps (`Tall`).
+    pub listed: bool,
 }
 
 /// The messages at the start of the history that every run leaves alike, so that a run (a new
@@ -610,6 +612,30 @@ pub struct Pruner {
     /// last took its texts ([`Pruner::take_dirty`]): the messages before it send what they
     /// sent then, so `emit` need not look at them one by one.
     dirty_from: usize,
+    /// The messages the pre-flight can cut, kept from call to call.
+    tall: Tall,
+}
+
+/// What the last pre-flight pass left over its least caps, so that the next pass (caps at
+/// least as high, no length grown since) looks at those messages and the new ones only: every
+/// other message of the run was at or under the least caps then and has only been cut since.
+/// New runs, and a frozen prefix worked out again, put lengths back to the originals: the list
+/// is dropped then, and the next pass walks the whole run.
+#[derive(Debug, Clone, Default)]
+struct Tall {
+    valid: bool,
+    /// The pass started here: an earlier start walks again.
+    from: usize,
+    /// Messages then: the later ones are looked at one by one.
+    upto: usize,
+    /// The least result cap of that pass, and its tool results still longer.
+    result_cap: u64,
+    results: Vec<usize>,
+    /// Its tool-input cap, and its AI messages with a longer input still.
+    input_cap: u64,
+    inputs: Vec<usize>,
+    /// That pass took the lists of the one before.
+    took: bool,
 }
 
 /// `maskConsumedToolResults`' cap of the consumed result of rank `c` among `count`.
@@ -673,6 +699,7 @@ impl Pruner {
             incremental: true,
             calls: 0,
             dirty_from: 0,
+            tall: Tall::default(),
         }
     }
 
@@ -692,6 +719,7 @@ impl Pruner {
         }
         let s = self.frozen.len;
         self.dirty_from = self.dirty_from.min(s);
+        self.tall.valid = false;
         self.map.truncate(s);
         self.sums.truncate(s);
         self.content.truncate(s);
@@ -720,6 +748,7 @@ impl Pruner {
     /// whole history.
     pub fn forget_frozen(&mut self) {
         self.frozen = Frozen::default();
+        self.tall.valid = false;
     }
 
     /// Messages this closure has seen: a history shorter than this (or changed within it) is
@@ -800,6 +829,7 @@ impl Pruner {
             self.frozen.pending = false;
             return masked;
         }
+        self.tall.valid = false;
         if f.pending {
             // The run starts from the originals.
             for (i, m) in msgs.iter().enumerate().take(f.len) {
@@ -1048,12 +1078,14 @@ impl Pruner {
         }
         if let Some(base) = fading {
             out.preflight = self.preflight(msgs, tx, base, from, rc);
+            out.listed = self.tall.took;
         }
         if let Some(p) = pruning {
             out.context_pruned = self.context_pruning(msgs, tx, p, from, rc);
         }
         if let Some(base) = fit {
             out.preflight = self.preflight(msgs, tx, base, from, rc);
+            out.listed = self.tall.took;
         }
         if first_of_run
             && self.incremental
@@ -1234,6 +1266,8 @@ impl Pruner {
             vers: &mut self.vers,
             lens: &mut self.lens,
             inputs: &mut self.inputs,
+            // A closure that works out every run from the originals walks every pass too.
+            tall: self.incremental.then_some(&mut self.tall),
         };
         preflight_on(msgs, tx, &mut w, base, from, rc)
     }
@@ -1262,6 +1296,7 @@ impl Pruner {
             vers: &mut vers,
             lens: &mut lens,
             inputs: &mut inputs,
+            tall: None,
         };
         preflight_on(msgs, tx, &mut w, base, 0, rc);
         (counts, content, inputs)
@@ -1330,7 +1365,13 @@ impl Pruner {
             };
             if let Some(t) = new {
                 self.set_count(i, rc.recount(&msgs[i], tx.text(i), &t));
-                self.lens[i] = js_len(&t);
+                let now = js_len(&t);
+                // A placeholder longer than the result it clears (a tiny `minPrunableToolChars`)
+                // grows a length: the pre-flight's list no longer holds.
+                if now > self.lens[i] {
+                    self.tall.valid = false;
+                }
+                self.lens[i] = now;
                 self.content[i] = Some(t.into());
                 self.vers[i] = new_version();
                 changed += 1;
@@ -1400,6 +1441,8 @@ struct Work<'w> {
     vers: &'w mut Vec<u64>,
     lens: &'w mut Vec<u64>,
     inputs: &'w mut Inputs,
+    /// The closure's list of what its last pass left over the caps (a copy has none).
+    tall: Option<&'w mut Tall>,
 }
 
 impl Work<'_> {
@@ -1424,46 +1467,90 @@ fn preflight_on(
     rc: &dyn Recount,
 ) -> usize {
     let mut changed = 0;
+    let n = msgs.len();
     let base_chars = max_tool_result_chars(base) as f64;
-    let tools = tools_upto(msgs, msgs.len());
+    let tools = tools_upto(msgs, n);
     // The least cap (rank 0): a result at or under it is never cut.
     let least = result_cap(base_chars, 0, tools.max(2));
-    for (i, m) in msgs.iter().enumerate().skip(from) {
+    let input_cap = max_tool_input_chars(base);
+    // The last pass's lists serve when its caps were at most these and it started at or before
+    // this one: every message they leave out was at or under these caps then, and no length
+    // has grown since (`Tall`). Else every message from `from` on is looked at. (Both caps grow
+    // with the base, so the two conditions hold together.)
+    let mut took = true;
+    let (old_results, old_inputs, new_from) = match w.tall.as_deref_mut() {
+        Some(t)
+            if t.valid
+                && t.from <= from
+                && t.upto <= n
+                && t.result_cap <= least
+                && t.input_cap <= input_cap =>
+        {
+            let lists = (
+                std::mem::take(&mut t.results),
+                std::mem::take(&mut t.inputs),
+            );
+            (lists.0, lists.1, t.upto.max(from))
+        }
+        _ => {
+            took = false;
+            (Vec::new(), Vec::new(), from)
+        }
+    };
+    let mut results = Vec::new();
+    for i in old_results
+        .iter()
+        .copied()
+        .filter(|&p| p >= from)
+        .chain(new_from..n)
+    {
+        let m = &msgs[i];
         if m.kind != Kind::Tool || w.lens[i] <= least {
             continue;
         }
         let max = result_cap(base_chars, m.tools_before, tools);
-        if w.lens[i] <= max {
-            continue;
+        if w.lens[i] > max {
+            let original = tx.text(i);
+            let cut = match &w.content[i] {
+                // A cut of the original, kept as one when the host counts and takes it.
+                None if rc.can_cut(i) => cut_result_of(original, w.lens[i], max, Some(&m.cuts)),
+                None => truncate_result_of(original, w.lens[i], max, Some(&m.cuts))
+                    .map(|(t, units, _)| (Cut::Text(t), units)),
+                Some(t) => truncate_result_of(t.get(original), w.lens[i], max, None)
+                    .map(|(t, units, _)| (Cut::Text(t), units)),
+            };
+            if let Some((cut, units)) = cut {
+                let (text, tokens) = cut_text(rc, m, i, original, cut);
+                w.set_count(i, tokens);
+                w.lens[i] = units;
+                w.content[i] = Some(text);
+                w.vers[i] = new_version();
+                changed += 1;
+            }
         }
-        let original = tx.text(i);
-        let cut = match &w.content[i] {
-            // A cut of the original, kept as one when the host counts and takes it.
-            None if rc.can_cut(i) => cut_result_of(original, w.lens[i], max, Some(&m.cuts)),
-            None => truncate_result_of(original, w.lens[i], max, Some(&m.cuts))
-                .map(|(t, units, _)| (Cut::Text(t), units)),
-            Some(t) => truncate_result_of(t.get(original), w.lens[i], max, None)
-                .map(|(t, units, _)| (Cut::Text(t), units)),
-        };
-        if let Some((cut, units)) = cut {
-            let (text, tokens) = cut_text(rc, m, i, original, cut);
-            w.set_count(i, tokens);
-            w.lens[i] = units;
-            w.content[i] = Some(text);
-            w.vers[i] = new_version();
-            changed += 1;
+        if w.lens[i] > least {
+            results.push(i);
         }
     }
-    let input_cap = max_tool_input_chars(base);
-    for (i, m) in msgs.iter().enumerate().skip(from) {
+    let longest_input = |w: &Work<'_>, i: usize, m: &Lc| match (!w.inputs.is_empty())
+        .then(|| w.inputs.get(&i))
+        .flatten()
+    {
+        Some(v) => v.iter().map(|x| js_len(x)).max().unwrap_or(0),
+        None => m.max_arg,
+    };
+    let mut inputs = Vec::new();
+    for i in old_inputs
+        .iter()
+        .copied()
+        .filter(|&p| p >= from)
+        .chain(new_from..n)
+    {
+        let m = &msgs[i];
         if m.kind != Kind::Ai || m.calls.is_empty() {
             continue;
         }
-        let longest = match (!w.inputs.is_empty()).then(|| w.inputs.get(&i)).flatten() {
-            Some(v) => v.iter().map(|x| js_len(x)).max().unwrap_or(0),
-            None => m.max_arg,
-        };
-        if longest <= input_cap {
+        if longest_input(w, i, m) <= input_cap {
             continue;
         }
         if let Some((new, now)) = truncate_inputs(m, tx.text(i), w.inputs.get(&i), input_cap) {
@@ -1474,6 +1561,22 @@ fn preflight_on(
             w.inputs.insert(i, now);
             changed += 1;
         }
+        // A truncated input is measured as its wrapper, which may still be over the cap.
+        if longest_input(w, i, m) > input_cap {
+            inputs.push(i);
+        }
+    }
+    if let Some(t) = w.tall.as_deref_mut() {
+        *t = Tall {
+            valid: true,
+            from,
+            upto: n,
+            result_cap: least,
+            results,
+            input_cap,
+            inputs,
+            took,
+        };
     }
     changed
 }
@@ -1745,6 +1848,100 @@ mod tests {
             cuts: Default::default(),
             orphan_from: usize::MAX,
         }
+    }
+
+    /// The pre-flight's lists (`Tall`: a pass looks only at what the last one left over its
+    /// caps, and at the new messages) cut as a pass that walks every message: one run growing
+    /// pass by pass, its base moving down and up (the fading's bands), through both; the counts,
+    /// lengths, texts and inputs are the same after every pass, and the lists serve.
+    #[test]
+    fn pre_flight_lists_cut_as_a_walk_of_every_message() {
+        let mut r = ctxlab_plugin_api::testing::Rng(5);
+        let mut texts: Vec<String> = Vec::new();
+        let mut msgs: Vec<Lc> = Vec::new();
+        let mut tools = 0;
+        for k in 0..400u64 {
+            if r.below(2) == 0 {
+                let args = format!("{{\"patch\":\"{}\"}}", "y→".repeat(r.below(3_000) as usize));
+                let calls = [(
+                    format!("c{k}").into_boxed_str(),
+                    args.clone().into_boxed_str(),
+                )];
+                let mut m = lc(Kind::Ai, k, &args, &calls);
+                m.max_arg = js_len(&args);
+                m.tools_before = tools;
+                msgs.push(m);
+                texts.push(args);
+            } else {
+                let mut body = String::new();
+                let chars = [300, 2_500, 9_000][r.below(3) as usize] + r.below(2_000);
+                while (body.len() as u64) < chars {
+                    body.push_str(&format!("{:>4}→ v = f(ctx); 😀\n", body.len()));
+                }
+                let mut m = lc(Kind::Tool, k, &body, &[]);
+                m.tools_before = tools;
+                tools += 1;
+                msgs.push(m);
+                texts.push(body);
+            }
+        }
+        let tx: Vec<&str> = texts.iter().map(|t| t.as_str()).collect();
+        struct State {
+            counts: Vec<Option<u64>>,
+            total: u64,
+            content: Vec<Option<Text>>,
+            vers: Vec<u64>,
+            lens: Vec<u64>,
+            inputs: Inputs,
+            tall: Tall,
+        }
+        let new_state = || State {
+            counts: Vec::new(),
+            total: 0,
+            content: Vec::new(),
+            vers: Vec::new(),
+            lens: Vec::new(),
+            inputs: Inputs::new(),
+            tall: Tall::default(),
+        };
+        let (mut a, mut b) = (new_state(), new_state());
+        let mut n = 0;
+        let mut took = 0;
+        while n < msgs.len() {
+            n = (n + r.below(12) as usize).min(msgs.len());
+            let base = [2_000, 6_000, 15_000, 30_000, 60_000][r.below(5) as usize];
+            let ms = &msgs[..n];
+            for (st, listed) in [(&mut a, true), (&mut b, false)] {
+                for m in &ms[st.lens.len()..] {
+                    st.counts.push(Some(m.tokens));
+                    st.total += m.tokens;
+                    st.content.push(None);
+                    st.vers.push(0);
+                    st.lens.push(m.len);
+                }
+                let mut w = Work {
+                    counts: &mut st.counts,
+                    sums: None,
+                    total: &mut st.total,
+                    content: &mut st.content,
+                    vers: &mut st.vers,
+                    lens: &mut st.lens,
+                    inputs: &mut st.inputs,
+                    tall: listed.then_some(&mut st.tall),
+                };
+                preflight_on(ms, &tx, &mut w, base, 0, &Chars);
+            }
+            took += usize::from(a.tall.took);
+            assert_eq!(a.counts, b.counts, "after {n} messages at base {base}");
+            assert_eq!(a.lens, b.lens, "after {n} messages at base {base}");
+            assert_eq!(a.inputs, b.inputs, "after {n} messages at base {base}");
+            for i in 0..n {
+                let got = a.content[i].as_ref().map(|t| t.get(tx[i]).to_string());
+                let want = b.content[i].as_ref().map(|t| t.get(tx[i]).to_string());
+                assert_eq!(got, want, "message {i} after {n} messages at base {base}");
+            }
+        }
+        assert!(took > 10, "the lists served {took} passes");
     }
 
     /// The prefix sums as a new run uses them: counts appended (whole histories again after a

@@ -234,10 +234,12 @@ fn long_conversation(messages: usize) -> Vec<TestMsg> {
 }
 
 /// The frozen prefix (prune.rs `Frozen`: what every run of a long conversation leaves alike is
-/// not worked out again) changes no decision: the same calls through an engine whose every run
-/// starts from the originals, as LibreChat's `createPruneMessages` closure does, give the same
-/// ops, events and gauges call by call, with each setting the benches use — and the prefix is
-/// really used.
+/// not worked out again) and the pre-flight's lists (`Tall`: a pass looks only at what the last
+/// one left over its caps, and at the new messages) change no decision: the same calls through
+/// an engine whose every run starts from the originals and whose every pass walks the whole
+/// run, as LibreChat's `createPruneMessages` closure does, give the same ops, events and gauges
+/// call by call, with each setting the benches use — and the prefix and the lists are really
+/// used.
 #[test]
 fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
     let history = long_conversation(900);
@@ -280,6 +282,11 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
         if freezes {
             assert!(most > history.len() / 4, "{params}: frozen prefix {most}");
         }
+        assert!(
+            inc.listed() > 0,
+            "{params}: no pre-flight pass took its lists"
+        );
+        assert_eq!(full.listed(), 0);
         assert!(repeats > 0, "{params}: no repeat op");
         let without = full_masks(&params, &history);
         assert!(
@@ -287,6 +294,131 @@ fn runs_that_keep_the_frozen_prefix_decide_as_runs_from_scratch() {
             "{params}: {masks} masks sent, {without} without repeats"
         );
     }
+}
+
+/// Long runs: two requests answered by 30 tool rounds of ~12,000-char results each. As a run
+/// adds results, every older result's pre-flight cap shrinks (its rank's share of the budget),
+/// so later calls of the run cut again results an earlier pass left over the least cap (the
+/// pass's lists, `Tall`). The engine that walks every pass decides the same, call by call, with
+/// summarization on and off.
+#[test]
+fn long_runs_cut_again_what_the_pre_flight_lists_hold() {
+    let mut v = vec![TestMsg::user("start")];
+    for t in 0..2 {
+        v.push(TestMsg::user(&format!("request {t}: read every module")));
+        for k in 0..30 {
+            let id = format!("c{t}_{k}");
+            v.push(TestMsg::tool_call(
+                &id,
+                "read",
+                &format!("{{\"path\":\"m{k}.rs\"}}"),
+            ));
+            let mut body = String::new();
+            let mut line = 0;
+            while body.chars().count() < 12_000 {
+                line += 1;
+                body.push_str(&format!("{line:>4}→ let v{k} = handler(ctx, {t}); 😀\n"));
+            }
+            v.push(TestMsg::tool_result(&id, "read", &body));
+        }
+        v.push(TestMsg::assistant(&format!("Done with request {t}.")));
+    }
+    for params in [serde_json::json!({}), serde_json::json!({"enabled": false})] {
+        let mut inc = engine(params.clone());
+        let mut full = engine(params.clone()).from_scratch().without_repeat();
+        let mut last = Vec::new();
+        let mut cuts = 0;
+        for (k, c) in calls_over(&v, 32_000) {
+            let a = resolved(c.decide(&mut inc).unwrap(), &mut last);
+            let b = c.decide(&mut full).unwrap();
+            cuts += b
+                .events
+                .iter()
+                .filter(|e| e.code == "fit_to_budget" || e.code == "context_fading")
+                .count();
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "{params} at call before {k}"
+            );
+        }
+        assert!(
+            inc.listed() > 0,
+            "{params}: no pre-flight pass took its lists"
+        );
+        assert!(cuts >= 4, "{params}: {cuts} calls with pre-flight cuts");
+    }
+}
+
+/// Random conversations (requests of 1–12 tool rounds, results from a few hundred to 15,000
+/// chars, some long tool inputs), windows and settings: an engine that keeps what runs and
+/// passes share (the frozen prefix, the pre-flight's lists) decides as one that works out every
+/// run and pass from the originals, call by call. The pressure moves the fading's caps down and
+/// up, new runs put lengths back to the originals, and a clearing placeholder may be longer
+/// than the result it clears: each must drop what the pass kept.
+#[test]
+fn random_runs_decide_as_runs_from_scratch() {
+    let mut r = ctxlab_plugin_api::testing::Rng(23);
+    let mut listed = 0;
+    for case in 0..14 {
+        let mut v = vec![TestMsg::user("start")];
+        let messages = 120 + r.below(200) as usize;
+        let mut t = 0;
+        while v.len() < messages {
+            v.push(TestMsg::user(&format!("request {t}")));
+            for k in 0..1 + r.below(12) {
+                let id = format!("c{t}_{k}");
+                let args = if r.below(10) == 0 {
+                    format!(
+                        "{{\"patch\":\"{}\"}}",
+                        "y→".repeat(500 + r.below(6000) as usize)
+                    )
+                } else {
+                    format!("{{\"path\":\"m{k}.rs\"}}")
+                };
+                v.push(TestMsg::tool_call(&id, "read", &args));
+                let chars = match r.below(10) {
+                    0..=5 => 100 + r.below(500),
+                    6..=8 => 2_000 + r.below(3_000),
+                    _ => 8_000 + r.below(7_000),
+                } as usize;
+                let mut body = String::new();
+                let mut line = 0;
+                while body.chars().count() < chars {
+                    line += 1;
+                    body.push_str(&format!("{line:>4}→ v{k} = f(ctx, {}); 😀\n", r.below(99)));
+                }
+                v.push(TestMsg::tool_result(&id, "read", &body));
+            }
+            v.push(TestMsg::assistant(&format!("Done with request {t}.")));
+            t += 1;
+        }
+        let window = [8_000, 16_000, 32_000, 64_000][r.below(4) as usize];
+        let params = match r.below(5) {
+            0 => serde_json::json!({}),
+            1 => serde_json::json!({"trigger.type": "token_ratio", "trigger.value": 0.9}),
+            2 => serde_json::json!({"enabled": false}),
+            3 => serde_json::json!({"enabled": false, "contextPruning.enabled": true,
+                                    "contextPruning.minPrunableToolChars": 1000}),
+            _ => serde_json::json!({"enabled": false, "contextPruning.enabled": true,
+                                    "contextPruning.minPrunableToolChars": 0,
+                                    "contextPruning.hardClear.placeholder": "x".repeat(400)}),
+        };
+        let mut inc = engine(params.clone());
+        let mut full = engine(params.clone()).from_scratch().without_repeat();
+        let mut last = Vec::new();
+        for (k, c) in calls_over(&v, window) {
+            let a = resolved(c.decide(&mut inc).unwrap(), &mut last);
+            let b = c.decide(&mut full).unwrap();
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "case {case}, {params}, window {window}, at call before {k}"
+            );
+        }
+        listed += inc.listed();
+    }
+    assert!(listed > 0, "no pre-flight pass took its lists");
 }
 
 /// ABI 1.8: cuts of originals kept as cuts (counted by the host without their text, sent as
