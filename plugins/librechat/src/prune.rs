@@ -832,6 +832,7 @@ impl Pruner {
         self.tall.valid = false;
         if f.pending {
             // The run starts from the originals.
+            self.dirty_from = 0;
             for (i, m) in msgs.iter().enumerate().take(f.len) {
                 self.sums.set(i, self.map[i].unwrap_or(0), m.tokens);
                 self.map[i] = Some(m.tokens);
@@ -1055,9 +1056,6 @@ impl Pruner {
         let prefix_masked =
             self.check_frozen(msgs, masks, consumed, total_chars, &preflights, pruning);
         let from = self.frozen.len;
-        // Every pass of this call writes run texts from `from` on (a prefix worked out again
-        // starts at 0); a new run's truncated texts and new messages are there too.
-        self.dirty_from = self.dirty_from.min(from);
 
         if early {
             // Instructions fill the budget: every message goes to the summarizer.
@@ -1243,6 +1241,7 @@ impl Pruner {
                 self.lens[i] = units;
                 self.content[i] = Some(text);
                 self.vers[i] = new_version();
+                self.dirty_from = self.dirty_from.min(i);
                 masked += 1;
             }
         }
@@ -1268,6 +1267,7 @@ impl Pruner {
             inputs: &mut self.inputs,
             // A closure that works out every run from the originals walks every pass too.
             tall: self.incremental.then_some(&mut self.tall),
+            dirty_from: &mut self.dirty_from,
         };
         preflight_on(msgs, tx, &mut w, base, from, rc)
     }
@@ -1288,6 +1288,8 @@ impl Pruner {
         );
         let mut vers = self.vers.clone();
         let mut total = self.total;
+        // A copy's writes are not the closure's.
+        let mut dirty = usize::MAX;
         let mut w = Work {
             counts: &mut counts,
             sums: None,
@@ -1297,6 +1299,7 @@ impl Pruner {
             lens: &mut lens,
             inputs: &mut inputs,
             tall: None,
+            dirty_from: &mut dirty,
         };
         preflight_on(msgs, tx, &mut w, base, 0, rc);
         (counts, content, inputs)
@@ -1374,6 +1377,7 @@ impl Pruner {
                 self.lens[i] = now;
                 self.content[i] = Some(t.into());
                 self.vers[i] = new_version();
+                self.dirty_from = self.dirty_from.min(i);
                 changed += 1;
             }
         }
@@ -1443,6 +1447,8 @@ struct Work<'w> {
     inputs: &'w mut Inputs,
     /// The closure's list of what its last pass left over the caps (a copy has none).
     tall: Option<&'w mut Tall>,
+    /// The least position whose run text a pass wrote (`Pruner::take_dirty`).
+    dirty_from: &'w mut usize,
 }
 
 impl Work<'_> {
@@ -1525,6 +1531,7 @@ fn preflight_on(
                 w.lens[i] = units;
                 w.content[i] = Some(text);
                 w.vers[i] = new_version();
+                *w.dirty_from = (*w.dirty_from).min(i);
                 changed += 1;
             }
         }
@@ -1558,6 +1565,7 @@ fn preflight_on(
             w.lens[i] = js_len(&new);
             w.content[i] = Some(new.into());
             w.vers[i] = new_version();
+            *w.dirty_from = (*w.dirty_from).min(i);
             w.inputs.insert(i, now);
             changed += 1;
         }
@@ -1928,6 +1936,7 @@ mod tests {
                     lens: &mut st.lens,
                     inputs: &mut st.inputs,
                     tall: listed.then_some(&mut st.tall),
+                    dirty_from: &mut 0,
                 };
                 preflight_on(ms, &tx, &mut w, base, 0, &Chars);
             }
