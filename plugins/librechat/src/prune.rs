@@ -1504,12 +1504,7 @@ fn preflight_on(
         }
     };
     let mut results = Vec::new();
-    for i in old_results
-        .iter()
-        .copied()
-        .filter(|&p| p >= from)
-        .chain(new_from..n)
-    {
+    for i in listed_then_new(&old_results, from, new_from..n) {
         let m = &msgs[i];
         if m.kind != Kind::Tool || w.lens[i] <= least {
             continue;
@@ -1547,12 +1542,7 @@ fn preflight_on(
         None => m.max_arg,
     };
     let mut inputs = Vec::new();
-    for i in old_inputs
-        .iter()
-        .copied()
-        .filter(|&p| p >= from)
-        .chain(new_from..n)
-    {
+    for i in listed_then_new(&old_inputs, from, new_from..n) {
         let m = &msgs[i];
         if m.kind != Kind::Ai || m.calls.is_empty() {
             continue;
@@ -1587,6 +1577,15 @@ fn preflight_on(
         };
     }
     changed
+}
+
+/// A pre-flight list's positions from `from` on, then the messages that came since it was made.
+fn listed_then_new(
+    list: &[usize],
+    from: usize,
+    new: std::ops::Range<usize>,
+) -> impl Iterator<Item = usize> + '_ {
+    list.iter().copied().filter(move |&p| p >= from).chain(new)
 }
 
 /// What `getMessagesWithinTokenLimit` keeps (positions, in order), how many it leaves to refine,
