@@ -285,12 +285,10 @@ pub fn cut_result_of(
     cuts: Option<&Cuts>,
 ) -> Option<(Cut, u64)> {
     let len = len as usize;
-    // As many UTF-16 units as bytes: all ASCII, so a unit is a byte and no walk finds it.
-    let ascii = len == content.len();
-    debug_assert!(
-        !ascii || content.is_ascii(),
-        "a length that is not the content's"
-    );
+    // All ASCII: a unit is a byte, and no walk finds it. (The length given says so for the
+    // content it was measured on; `is_ascii` makes sure of it, so that no other text can be
+    // cut off a character boundary. It stops at the first other byte.)
+    let ascii = len == content.len() && content.is_ascii();
     let near = |from: (usize, usize), u: usize| {
         if ascii {
             (u.min(len), false)
