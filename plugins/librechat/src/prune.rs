@@ -1492,11 +1492,12 @@ fn preflight_on(
                 && t.result_cap <= least
                 && t.input_cap <= input_cap =>
         {
-            let lists = (
+            let upto = t.upto.max(from);
+            (
                 std::mem::take(&mut t.results),
                 std::mem::take(&mut t.inputs),
-            );
-            (lists.0, lists.1, t.upto.max(from))
+                upto,
+            )
         }
         _ => {
             took = false;

@@ -194,6 +194,17 @@ fn import_follows_shape_summarization_config() {
     let _ = crate::Agents.info();
 }
 
+/// A tool result of at least `chars` characters: lines 1, 2, … as `line` writes them.
+fn numbered_lines(chars: usize, mut line: impl FnMut(usize) -> String) -> String {
+    let mut body = String::new();
+    let mut n = 0;
+    while body.chars().count() < chars {
+        n += 1;
+        body.push_str(&line(n));
+    }
+    body
+}
+
 /// A long tool-heavy conversation: requests of 1–3 tool round trips, results of 150–1,050
 /// chars in lines with non-ASCII characters (emoji are two UTF-16 units), one in 20 of 6,000;
 /// near the end some tool inputs are long enough for the input cap.
@@ -216,15 +227,9 @@ fn long_conversation(messages: usize) -> Vec<TestMsg> {
             } else {
                 150 + r.below(900) as usize
             };
-            let mut body = String::new();
-            let mut line = 0;
-            while body.chars().count() < chars {
-                line += 1;
-                body.push_str(&format!(
-                    "{line:>4}→ let v = handler(ctx, {}); 😀\n",
-                    r.below(1000)
-                ));
-            }
+            let body = numbered_lines(chars, |line| {
+                format!("{line:>4}→ let v = handler(ctx, {}); 😀\n", r.below(1000))
+            });
             v.push(TestMsg::tool_result(&id, "read", &body));
         }
         v.push(TestMsg::assistant(&format!("Done with part {t}.")));
@@ -313,12 +318,9 @@ fn long_runs_cut_again_what_the_pre_flight_lists_hold() {
                 "read",
                 &format!("{{\"path\":\"m{k}.rs\"}}"),
             ));
-            let mut body = String::new();
-            let mut line = 0;
-            while body.chars().count() < 12_000 {
-                line += 1;
-                body.push_str(&format!("{line:>4}→ let v{k} = handler(ctx, {t}); 😀\n"));
-            }
+            let body = numbered_lines(12_000, |line| {
+                format!("{line:>4}→ let v{k} = handler(ctx, {t}); 😀\n")
+            });
             v.push(TestMsg::tool_result(&id, "read", &body));
         }
         v.push(TestMsg::assistant(&format!("Done with request {t}.")));
@@ -382,12 +384,9 @@ fn random_runs_decide_as_runs_from_scratch() {
                     6..=8 => 2_000 + r.below(3_000),
                     _ => 8_000 + r.below(7_000),
                 } as usize;
-                let mut body = String::new();
-                let mut line = 0;
-                while body.chars().count() < chars {
-                    line += 1;
-                    body.push_str(&format!("{line:>4}→ v{k} = f(ctx, {}); 😀\n", r.below(99)));
-                }
+                let body = numbered_lines(chars, |line| {
+                    format!("{line:>4}→ v{k} = f(ctx, {}); 😀\n", r.below(99))
+                });
                 v.push(TestMsg::tool_result(&id, "read", &body));
             }
             v.push(TestMsg::assistant(&format!("Done with request {t}.")));
