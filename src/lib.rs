@@ -15,6 +15,12 @@
 //! - [`fmt`]: how numbers are written for people;
 //! - [`capture`]: the recording proxy (`ctxlab capture`) that writes HTTP captures.
 
+/// The allocator of every binary built on the library (the CLI, the app, the benches): see the
+/// `mimalloc` feature in Cargo.toml.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod capture;
 pub mod chart;
 pub mod compare;

@@ -11,6 +11,12 @@ pub mod truncation;
 #[cfg(test)]
 mod tests;
 
+/// The plugin's own allocator (the ABI keeps each side's memory to itself, so the host's choice
+/// does not reach here). A replay makes ~18 cut texts a call and frees the last ones; with
+/// glibc's allocator that was 18 % of a replay's instructions (docs/benchmarks.md, session 12).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use config::Config;
 use ctxlab_plugin_api::{Params, Strategy, StrategyFactory, StrategyInfo};
 use engine::LibreChat;
