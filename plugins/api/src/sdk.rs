@@ -955,15 +955,33 @@ pub fn ascii_other_chars(text: &str) -> (u64, u64) {
 }
 
 pub fn fmt_tokens(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
+    let mut out = String::new();
+    push_tokens(&mut out, n);
     out
+}
+
+/// [`fmt_tokens`] written at the end of `out`, without the formatting machinery or a string of
+/// its own: for an event message a plugin writes at every call.
+pub fn push_tokens(out: &mut String, mut n: u64) {
+    // u64::MAX has 20 digits and 6 separators.
+    let mut buf = [0u8; 26];
+    let mut i = buf.len();
+    let mut digits = 0;
+    loop {
+        if digits > 0 && digits % 3 == 0 {
+            i -= 1;
+            buf[i] = b',';
+        }
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        digits += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Digits and commas: ASCII.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -978,6 +996,14 @@ mod tests {
         assert_eq!(fmt_tokens(1000), "1,000");
         assert_eq!(fmt_tokens(120431), "120,431");
         assert_eq!(fmt_tokens(1234567), "1,234,567");
+        assert_eq!(fmt_tokens(u64::MAX), "18,446,744,073,709,551,615");
+        for n in [0, 7, 999, 1000, 99_999, 100_000, 123_456_789, 1 << 40] {
+            let plain = n.to_string();
+            assert_eq!(fmt_tokens(n).replace(',', ""), plain, "{n}");
+            let mut s = String::from("at ");
+            push_tokens(&mut s, n);
+            assert_eq!(s, format!("at {}", fmt_tokens(n)));
+        }
     }
 
     fn schema() -> Vec<ParamSpec> {

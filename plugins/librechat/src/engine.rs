@@ -11,8 +11,8 @@ use crate::prune::{
 };
 use crate::truncation::HeadTail;
 use ctxlab_plugin_api::{
-    fmt_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy, Threshold,
-    ThresholdKind,
+    fmt_tokens, push_tokens, Call, Decision, EventKind, Line, OpKind, Role, Scope, Strategy,
+    Threshold, ThresholdKind,
 };
 use std::collections::HashMap;
 
@@ -303,7 +303,22 @@ impl LibreChat {
 }
 
 fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
+    let mut s = String::new();
+    push_pct(&mut s, x);
+    s
+}
+
+/// `x` as a whole percentage, `format!("{:.0}%", x * 100.0)` (ties to even, as the formatter
+/// rounds), written without the formatting machinery: the pruning event carries it at every call.
+pub(crate) fn push_pct(s: &mut String, x: f64) {
+    let v = x * 100.0;
+    if (0.0..1e15).contains(&v) {
+        crate::truncation::push_uint(s, v.round_ties_even() as u64);
+        s.push('%');
+    } else {
+        use std::fmt::Write;
+        let _ = write!(s, "{v:.0}%");
+    }
 }
 
 impl Strategy for LibreChat {
@@ -739,7 +754,11 @@ fn emit<'r>(
         ("orphan_repair", res.orphans, "tool messages whose call was pruned dropped with it"),
     ] {
         if k.1 > 0 {
-            out.event(EventKind::Truncation, k.0, format!("{}: {}", fmt_tokens(k.1 as u64), k.2));
+            let mut m = String::with_capacity(k.2.len() + 12);
+            push_tokens(&mut m, k.1 as u64);
+            m.push_str(": ");
+            m.push_str(k.2);
+            out.event(EventKind::Truncation, k.0, m);
         }
     }
     if res.fallback {
@@ -766,21 +785,21 @@ fn emit<'r>(
         );
     }
     if dropped > 0 {
-        out.event(
-            EventKind::Truncation,
-            "pruning",
-            format!(
-                "getMessagesWithinTokenLimit: {} of {} messages not sent{} (pressure {})",
-                fmt_tokens(dropped as u64),
-                fmt_tokens(n as u64),
-                if summarization {
-                    ""
-                } else {
-                    ", lost (no summary)"
-                },
-                pct(res.pressure)
-            ),
-        );
+        // "getMessagesWithinTokenLimit: {dropped} of {n} messages not sent[, lost (no summary)]
+        // (pressure {pct})", written piece by piece: it is made at every call.
+        let mut m = String::with_capacity(96);
+        m.push_str("getMessagesWithinTokenLimit: ");
+        push_tokens(&mut m, dropped as u64);
+        m.push_str(" of ");
+        push_tokens(&mut m, n as u64);
+        m.push_str(" messages not sent");
+        if !summarization {
+            m.push_str(", lost (no summary)");
+        }
+        m.push_str(" (pressure ");
+        push_pct(&mut m, res.pressure);
+        m.push(')');
+        out.event(EventKind::Truncation, "pruning", m);
     }
     // Left-out stretches are dropped, split around pinned messages (a host notion: sent
     // whatever LibreChat would do).

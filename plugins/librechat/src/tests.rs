@@ -530,3 +530,21 @@ fn resolved(
     *last = now;
     ctxlab_plugin_api::Decision { ops, ..d }
 }
+
+/// The pressure in event messages, written without the formatter, reads as the formatter
+/// writes it: whole percentages, ties to even on the exact binary value, and past the written
+/// range (negative, huge, not a number) the formatter itself.
+#[test]
+fn pressure_percentages_read_as_the_formatter_writes_them() {
+    let mut xs = vec![
+        0.0, 0.004, 0.005, 0.015, 0.025, 0.125, 0.805, 0.8, 0.999, 1.0, 1.005, 2.5,
+    ];
+    xs.extend((0..20_000).map(|k| k as f64 / 10_000.0));
+    xs.extend((0..2_000).map(|k| (k as f64 + 0.5) / 100.0));
+    xs.extend([-0.2, -0.004, 1e13, 1e14, f64::INFINITY, f64::NAN]);
+    for x in xs {
+        let mut s = String::from("(pressure ");
+        crate::engine::push_pct(&mut s, x);
+        assert_eq!(s, format!("(pressure {:.0}%", x * 100.0), "{x}");
+    }
+}

@@ -421,7 +421,7 @@ fn result_indicator(len: u64, max: u64) -> String {
 }
 
 /// `v` in decimal.
-fn push_uint(s: &mut String, mut v: u64) {
+pub(crate) fn push_uint(s: &mut String, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
