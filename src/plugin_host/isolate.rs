@@ -362,6 +362,11 @@ impl ChildInstance {
             .arg(&entry.meta.path)
             .arg(&entry.meta.id)
             .arg(iso.memory_bytes.to_string())
+            // The runner is this binary, whose allocator (mimalloc) reserves address space 1 GiB
+            // at a time: under the runner's address-space limit that reservation alone could
+            // leave no room to map the plugin. In 32 MiB steps the limit counts what is used.
+            // (A plugin with mimalloc of its own, LibreChat's, reads the same setting.)
+            .env("MIMALLOC_ARENA_RESERVE", "32M")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
