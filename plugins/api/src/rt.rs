@@ -118,6 +118,9 @@ unsafe fn guarded(err: *const HostWriter, f: impl FnOnce() -> Result<(), String>
 
 struct Instance {
     strategy: Box<dyn Strategy>,
+    /// The decision each call fills, emptied before it: its lists keep their room from call to
+    /// call instead of growing from nothing at every one.
+    decision: Decision,
 }
 
 /// # Safety
@@ -142,7 +145,10 @@ pub unsafe fn create(
         };
         let params = Params::resolve(&f.info().params, &given)?;
         let s = f.create(params)?;
-        out = Box::into_raw(Box::new(Instance { strategy: s })) as *mut c_void;
+        out = Box::into_raw(Box::new(Instance {
+            strategy: s,
+            decision: Decision::default(),
+        })) as *mut c_void;
         Ok(())
     });
     out
@@ -260,8 +266,9 @@ pub unsafe fn decide(
         } else {
             call
         };
-        let mut d = Decision::default();
-        inst.strategy.decide(&call, &mut d)?;
+        let d = &mut inst.decision;
+        d.clear();
+        inst.strategy.decide(&call, d)?;
         for op in &d.ops {
             sink_op(sink, op);
         }

@@ -544,6 +544,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Empty, keeping the lists' room (the runtime reuses one decision for every call).
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.events.clear();
+        self.gauges.clear();
+    }
     pub fn op(&mut self, kind: OpKind, scope: Scope, range: Range<usize>) -> &mut Self {
         self.ops.push(Op {
             kind,
