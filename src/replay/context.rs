@@ -20,7 +20,7 @@ use crate::tokens::TokenCounter;
 use ctxlab_plugin_api::abi::*;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -43,7 +43,15 @@ pub(crate) struct Entry<'a> {
     /// the view (`known · Context::scale`); 0 once an edit replaced the message's content.
     known: u64,
     known_view: u64,
+    /// The counter's tokens of the entry's text (`TokenCounter::count_text`), once an edit
+    /// needed them (`TEXT_TOKENS_UNKNOWN` before): every new text of the entry is measured
+    /// against them, and LibreChat cuts a long tool result anew at every call. Kept in the
+    /// entry, not in `Context::edits`: a hash lookup per edited message was 3 % of a LibreChat
+    /// replay (perf). Reset whenever an edit changes or removes the entry (`Context::apply`).
+    text_tokens: Cell<u64>,
 }
+
+const TEXT_TOKENS_UNKNOWN: u64 = u64::MAX;
 
 /// A few keys, inline while there are at most two (a call and its result, or a message with two
 /// tool parts: almost every entry), so appending a tool message allocates nothing.
@@ -229,10 +237,6 @@ const EDITS_PER_ENTRY: usize = 4;
 /// edit changes or removes the entry, so all of it is about the entry's text now.
 #[derive(Default)]
 struct EntryEdits {
-    /// The counter's tokens of the entry's text (`TokenCounter::count_text`), once an edit
-    /// needed them: every new text of the entry is measured against them, and LibreChat cuts
-    /// a long tool result anew at every call (a 12,000-char text for a 1,000-char cut).
-    text_tokens: Option<u64>,
     /// The host's own truncations of the entry's text (`Context::edited`). A mask's text comes
     /// whole from the plugin and is not cached: checking it against earlier ones (memcmp of
     /// texts that share their head) cost more than working it out (a count of the new text).
@@ -728,6 +732,7 @@ impl<'a> Context<'a> {
             partners,
             known,
             known_view,
+            text_tokens: Cell::new(TEXT_TOKENS_UNKNOWN),
         });
         self.views.push(view);
         self.parts.push(part_list);
@@ -750,8 +755,9 @@ impl<'a> Context<'a> {
     ) {
         if !matches!(edit, Replacement::Flags { .. }) {
             let edits = self.edits.get_mut();
-            if !edits.is_empty() {
-                for en in &self.entries[s..e] {
+            for en in &self.entries[s..e] {
+                en.text_tokens.set(TEXT_TOKENS_UNKNOWN);
+                if !edits.is_empty() {
                     edits.remove(&en.key);
                 }
             }
@@ -863,6 +869,7 @@ impl<'a> Context<'a> {
                         partners: Partners::None,
                         known: 0,
                         known_view: 0,
+                        text_tokens: Cell::new(TEXT_TOKENS_UNKNOWN),
                     },
                 );
                 self.views.insert(s, view);
@@ -1342,10 +1349,11 @@ impl<'a> Context<'a> {
     /// `counter.count_text` of the text of the entry at `i` now, counted once per text (an
     /// edit's tokens are the message's less its text's, plus the new text's).
     pub(crate) fn text_tokens(&self, i: usize, counter: &dyn TokenCounter) -> u64 {
-        let key = self.entries[i].key;
-        let mut edits = self.edits.borrow_mut();
-        let known = &mut edits.entry(key).or_default().text_tokens;
-        *known.get_or_insert_with(|| counter.count_text(self.text(i)))
+        let known = &self.entries[i].text_tokens;
+        if known.get() == TEXT_TOKENS_UNKNOWN {
+            known.set(counter.count_text(self.text(i)));
+        }
+        known.get()
     }
 
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
@@ -1364,9 +1372,7 @@ impl<'a> Context<'a> {
         if let Some(c) = slot.list.iter().find(|c| c.is(&sig)) {
             return (c.text.clone(), c.tokens);
         }
-        let known = &mut slot.text_tokens;
-        let (text, tokens) =
-            make(&mut || *known.get_or_insert_with(|| counter.count_text(self.text(i))));
+        let (text, tokens) = make(&mut || self.text_tokens(i, counter));
         // A strategy whose edits of a message vary call by call (a cut that follows the budget)
         // would grow the list without end: keep the latest few.
         let list = &mut slot.list;
