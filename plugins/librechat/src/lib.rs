@@ -12,8 +12,9 @@ pub mod truncation;
 mod tests;
 
 /// The plugin's own allocator (the ABI keeps each side's memory to itself, so the host's choice
-/// does not reach here). A replay makes ~18 cut texts a call and frees the last ones; with
-/// glibc's allocator that was 18 % of a replay's instructions (docs/benchmarks.md, session 12).
+/// does not reach here). With summarization on a call plans ~18 cuts, each with its indicator,
+/// run text and op, and frees the last call's; with glibc's allocator, allocation was 18 % of a
+/// replay's instructions, host and plugin together (docs/benchmarks.md, session 12).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

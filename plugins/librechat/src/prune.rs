@@ -22,7 +22,7 @@ enum Repr {
     Cut {
         kept: HeadTail,
         // A `String`, not a `Box<str>`: boxing shrinks the indicator's buffer, a reallocation
-        // and a copy for every cut (~3 % of a replay with summarization off).
+        // and a copy for every cut (8 % of a 10k replay's instructions with summarization off).
         marker: String,
         whole: std::sync::OnceLock<Box<str>>,
     },
