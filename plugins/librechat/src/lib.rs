@@ -11,13 +11,6 @@ pub mod truncation;
 #[cfg(test)]
 mod tests;
 
-/// The plugin's own allocator (the ABI keeps each side's memory to itself, so the host's choice
-/// does not reach here). With summarization on a call plans ~18 cuts, each with its indicator,
-/// run text and op, and frees the last call's; with glibc's allocator, allocation was 18 % of a
-/// replay's instructions, host and plugin together (docs/benchmarks.md, session 12).
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use config::Config;
 use ctxlab_plugin_api::{Params, Strategy, StrategyFactory, StrategyInfo};
 use engine::LibreChat;
