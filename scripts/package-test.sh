@@ -46,7 +46,12 @@ fi
 # Unpacked into a throwaway root, with a home of its own: the installed CLI finds the plugins of
 # its own prefix (never the checkout's build folder, never CTXLAB_PLUGIN_PATH).
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# As in app-e2e.sh: the installed app's web processes may still be writing under it as they exit.
+cleanup() {
+  for _ in $(seq 50); do rm -rf "$work" 2>/dev/null && return 0; sleep 0.1; done
+  echo "package-test: could not remove $work" >&2
+}
+trap cleanup EXIT
 dpkg -x "$deb" "$work/root"
 export HOME="$work/home" XDG_DATA_HOME="$work/home/.local/share" XDG_CONFIG_HOME="$work/home/.config"
 mkdir -p "$HOME"
