@@ -521,6 +521,16 @@ struct Collect<'c> {
     counter: Option<&'c dyn crate::tokens::TokenCounter>,
     /// The call's messages, whose cuts `Sink::count_cut` counts (ABI 1.8).
     messages: &'c [MessageView],
+    /// Where `Sink::count_cut` is answered from, when the caller keeps more than the views.
+    cuts: Option<&'c dyn CutCounter>,
+}
+
+/// Answers `Sink::count_cut` (ABI 1.8) for a caller that knows more than the call's views: the
+/// replay's context remembers what it counted of a message's earlier cuts.
+pub trait CutCounter {
+    /// Tokens of the text of message `i` cut to its first `head` and last `tail` bytes with
+    /// `marker` between them; `None` when a cut is off a character boundary or they overlap.
+    fn count_cut(&self, i: usize, head: u64, marker: &str, tail: u64) -> Option<u64>;
 }
 
 /// simdutf8's block: shorter strings are padded to it (`plugin_str`).
@@ -575,6 +585,17 @@ unsafe extern "C" fn count_cut(
     let Some(c) = (ctx as *mut Collect).as_ref() else {
         return u64::MAX;
     };
+    if let Some(cuts) = c.cuts {
+        let Some(i) = usize::try_from(message)
+            .ok()
+            .filter(|&i| i < c.messages.len())
+        else {
+            return u64::MAX;
+        };
+        return cuts
+            .count_cut(i, head, plugin_str(&marker), tail)
+            .unwrap_or(u64::MAX);
+    }
     let (Some(counter), Some(m)) = (
         c.counter,
         usize::try_from(message)
@@ -756,14 +777,16 @@ impl Instance {
 
     /// Asks for a decision. The views in `call` must stay valid for the duration of the call.
     pub fn decide(&mut self, call: &CallView) -> Result<RawDecision> {
-        self.decide_counted(call, None)
+        self.decide_counted(call, None, None)
     }
 
     /// [`Instance::decide`], offering the plugin the run's token counter (`Sink::count_text`).
+    /// `cuts`: where `Sink::count_cut` is answered from (else from `counter` and the views).
     pub fn decide_counted(
         &mut self,
         call: &CallView,
         counter: Option<&dyn crate::tokens::TokenCounter>,
+        cuts: Option<&dyn CutCounter>,
     ) -> Result<RawDecision> {
         let ptr = match &mut self.backend {
             Backend::InProcess(p) => *p,
@@ -778,6 +801,7 @@ impl Instance {
         let mut c = Collect {
             counter,
             messages,
+            cuts,
             ..Collect::default()
         };
         let s = sink(&mut c);

@@ -629,7 +629,7 @@ pub fn serve(args: &[String]) -> i32 {
                         }
                         counters.get(&name).cloned()
                     });
-                    match call.with_view(|v| inst.decide_counted(v, counter.as_deref())) {
+                    match call.with_view(|v| inst.decide_counted(v, counter.as_deref(), None)) {
                         Ok(decision) => Answer::Decision { decision },
                         Err(e) => Answer::Error {
                             message: plugin_message(e),

@@ -16,7 +16,7 @@ use super::facts::{FactId, Facts};
 use super::prepared::Prepared;
 use super::validate::{EditSig, Plan};
 use crate::model::{Message, MsgIdx, Part, Role, Session};
-use crate::tokens::TokenCounter;
+use crate::tokens::{TextTally, TokenCounter};
 use ctxlab_plugin_api::abi::*;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -241,6 +241,17 @@ struct EntryEdits {
     /// whole from the plugin and is not cached: checking it against earlier ones (memcmp of
     /// texts that share their head) cost more than working it out (a count of the new text).
     list: Vec<CachedEdit>,
+    /// The tallies of the pieces the latest cuts of the entry's text keep (`Context::count_cut`).
+    cuts: Vec<CutPieces>,
+}
+
+/// The two pieces an ABI 1.8 cut keeps of an entry's text, as a tallying counter counts them.
+struct CutPieces {
+    head: u64,
+    tail: u64,
+    tally: TextTally,
+    /// A piece holds a NUL (ABI 1.4's separators: the cut text must be split to be counted).
+    nul: bool,
 }
 
 struct CachedEdit {
@@ -1356,6 +1367,54 @@ impl<'a> Context<'a> {
         known.get()
     }
 
+    /// Tokens of the text of the entry at `i` cut to its first `head` and last `tail` bytes with
+    /// `marker` between them (ABI 1.8: `Sink::count_cut`, and the check of an `OpKind::Cut`),
+    /// and whether the two kept pieces hold a NUL (the marker is the caller's to look at; the
+    /// plugin's count does not need it); `None` when a cut is off a character boundary or the
+    /// two overlap. With a tallying counter (`TokenCounter::tally`) the kept pieces are read
+    /// once per cut of the entry's text: LibreChat cuts a long result anew at every call, mostly
+    /// at the newlines it cut at before, with a marker that says the new cap.
+    pub(crate) fn count_cut(
+        &self,
+        i: usize,
+        head: u64,
+        tail: u64,
+        marker: &str,
+        counter: &dyn TokenCounter,
+    ) -> Option<(u64, bool)> {
+        let (h, t) = super::validate::cut_pieces(self.text(i), head, tail)?;
+        let nul_in = |p: &str| memchr::memchr(0, p.as_bytes()).is_some();
+        let Some(m) = counter.tally(marker) else {
+            return Some((
+                counter.count_pieces(&[h, marker, t]),
+                nul_in(h) || nul_in(t),
+            ));
+        };
+        let key = self.entries[i].key;
+        let mut edits = self.edits.borrow_mut();
+        let cuts = &mut edits.entry(key).or_default().cuts;
+        let kept = match cuts.iter().position(|c| c.head == head && c.tail == tail) {
+            Some(k) => &cuts[k],
+            None => {
+                // Both pieces are in the counter's units already: `tally` is defined on texts,
+                // and each piece is one (the cuts fall on character boundaries).
+                let (a, b) = (counter.tally(h), counter.tally(t));
+                let tally = a.unwrap_or_default() + b.unwrap_or_default();
+                if cuts.len() >= EDITS_PER_ENTRY {
+                    cuts.remove(0);
+                }
+                cuts.push(CutPieces {
+                    head,
+                    tail,
+                    tally,
+                    nul: nul_in(h) || nul_in(t),
+                });
+                &cuts[cuts.len() - 1]
+            }
+        };
+        Some((counter.count_tally(kept.tally + m), kept.nul))
+    }
+
     /// The edit `sig` of the entry at `i`: from the cache when the same edit of the same text
     /// was worked out before, else `make(text_tokens)` (new text, tokens), remembered.
     /// `text_tokens()` is `Context::text_tokens`.
@@ -1700,6 +1759,85 @@ mod tests {
         assert_eq!(&*edit(&ctx, 0), "su~xt");
         drop(edit);
         assert_eq!(made, 3, "one cache hit, three texts worked out");
+    }
+
+    /// `Context::count_cut` counts what the cut text would count, joined and read whole, and
+    /// says whether the kept pieces hold a NUL: for random cuts of random texts, many repeated with a new
+    /// marker (the pieces' tallies come from the entry's memory), and after persistent edits
+    /// give the messages new texts (a memory of the old text must not answer for the new).
+    #[test]
+    fn cut_counts_equal_the_joined_text_counted_whole() {
+        let words = ["a", "é", "中文", "😀", "\n", "line of text ", "\0"];
+        let text = |rng: &mut ctxlab_plugin_api::testing::Rng| -> String {
+            let n = rng.below(300);
+            (0..n)
+                .map(|_| {
+                    let kinds = if rng.chance(5) { 7 } else { 6 };
+                    words[rng.below(kinds) as usize]
+                })
+                .collect()
+        };
+        let heuristic = crate::tokens::Heuristic;
+        // Two tallying counters, and one that reads whole texts (the tests' own).
+        let counters: [&dyn TokenCounter; 3] = [&heuristic, &crate::tokens::Chars4, &Chars4];
+        for (seed, counter) in counters.into_iter().enumerate() {
+            let mut rng = ctxlab_plugin_api::testing::Rng(11 + seed as u64);
+            let mut b = SessionBuilder::new();
+            let a = b.agent("main");
+            for _ in 0..4 {
+                let t = text(&mut rng);
+                b.msg(a, Role::User, &t);
+            }
+            let session = b.session;
+            let prepared = Prepared::new(&session, &Chars4);
+            let mut facts = Facts::new(prepared.interner());
+            let mut ctx = Context::new(&session, &prepared, 0, 1.0);
+            let mut id = 0;
+            for m in 0..4 {
+                id += 1;
+                ctx.append(m, id);
+            }
+            let (mut cuts, mut refused, mut with_nul) = (0, 0, 0);
+            for round in 0..3000 {
+                if round % 500 == 499 {
+                    let i = rng.below(4) as usize;
+                    let t: Rc<str> = text(&mut rng).into();
+                    ctx.apply(
+                        i,
+                        i + 1,
+                        Replacement::Texts(vec![(t, 1)]),
+                        &mut id,
+                        &mut facts,
+                    );
+                }
+                let i = rng.below(4) as usize;
+                let len = ctx.text(i).len() as u64;
+                // A few cut points per message, so that most cuts repeat one made before.
+                let head = (rng.below(3) * 37).min(len);
+                let tail = (rng.below(3) * 29).min(len - head);
+                let marker = format!("\n… [truncated: {} chars] …\n", rng.below(100_000));
+                let got = ctx.count_cut(i, head, tail, &marker, counter);
+                let t = ctx.text(i);
+                match (t.get(..head as usize), t.get((len - tail) as usize..)) {
+                    (Some(h), Some(tl)) => {
+                        let joined = format!("{h}{marker}{tl}");
+                        let nul = h.contains('\0') || tl.contains('\0');
+                        let want = (counter.count_text(&joined), nul);
+                        assert_eq!(got, Some(want), "{} {joined:?}", counter.name());
+                        cuts += 1;
+                        with_nul += usize::from(want.1);
+                    }
+                    _ => {
+                        assert_eq!(got, None, "a cut off a character boundary");
+                        refused += 1;
+                    }
+                }
+            }
+            assert!(
+                cuts > 1000 && refused > 100 && with_nul > 40,
+                "{cuts} {refused} {with_nul}"
+            );
+        }
     }
 
     /// Random appends, drops, summaries and re-texts of a context: after each, every index the

@@ -277,7 +277,11 @@ impl<'s, 'o> Engine<'s, 'o> {
                 None => RawDecision::default(),
                 Some(inst) => {
                     let view = self.call_view(ci);
-                    inst.decide_counted(&view, Some(&*self.opts.counter))
+                    let cuts = ContextCuts {
+                        ctx: &self.contexts[a],
+                        counter: &*self.opts.counter,
+                    };
+                    inst.decide_counted(&view, Some(&*self.opts.counter), Some(&cuts))
                         .map_err(|e| self.fail(ci, e.to_string()))?
                 }
             };
@@ -970,4 +974,19 @@ fn kept_fact(
         });
     }
     (false, upper)
+}
+
+/// `Sink::count_cut` answered from the agent's context, which remembers the tallies of the
+/// pieces a message's cuts keep (`Context::count_cut`).
+struct ContextCuts<'x, 'a> {
+    ctx: &'x Context<'a>,
+    counter: &'x dyn crate::tokens::TokenCounter,
+}
+
+impl crate::plugin_host::CutCounter for ContextCuts<'_, '_> {
+    fn count_cut(&self, i: usize, head: u64, marker: &str, tail: u64) -> Option<u64> {
+        self.ctx
+            .count_cut(i, head, tail, marker, self.counter)
+            .map(|(tokens, _)| tokens)
+    }
 }

@@ -399,7 +399,10 @@ pub(crate) fn check(
                 let buf = &mut cut_buf;
                 for i in op.start..op.end {
                     let old = ctx.text(i);
-                    let Some((h, t)) = cut_pieces(old, *head, *tail) else {
+                    let (Some((h, t)), Some((cut_tokens, pieces_nul))) = (
+                        cut_pieces(old, *head, *tail),
+                        ctx.count_cut(i, *head, *tail, marker, counter),
+                    ) else {
                         return Err(format!(
                             "{}: keeps the first {head} and the last {tail} bytes of the message \
                              at position {i}, whose text is {} bytes; expected two cuts on \
@@ -413,9 +416,16 @@ pub(crate) fn check(
                     buf.push_str(marker);
                     buf.push_str(t);
                     let old_text = ctx.text_tokens(i, counter);
-                    let tokens = match split_results(buf, ctx.results_in(i)) {
+                    // `cut_tokens` is the count of `buf`, from what the context kept of the
+                    // message's cuts; a text without NUL has no results' parts to split.
+                    let split = if pieces_nul || memchr::memchr(0, marker.as_bytes()).is_some() {
+                        split_results(buf, ctx.results_in(i))
+                    } else {
+                        None
+                    };
+                    let tokens = match split {
                         Some((joined, _)) => retokens(ctx, i, old_text, &joined, counter),
-                        None => retokens(ctx, i, old_text, buf, counter),
+                        None => ctx.views[i].tokens.saturating_sub(old_text) + cut_tokens,
                     };
                     p.texts.push((Rc::from(buf.as_str()), tokens));
                 }

@@ -1,6 +1,6 @@
 //! phi-core's token estimate (`phi_core::context::token::HeuristicTokenCounter`).
 
-use super::TokenCounter;
+use super::{TextTally, TokenCounter};
 use crate::model::Part;
 
 pub const MESSAGE_OVERHEAD: u64 = 4;
@@ -42,6 +42,15 @@ impl TokenCounter for Chars4 {
             .map(|p| p.len() as u64)
             .sum::<u64>()
             .div_ceil(4)
+    }
+
+    /// Bytes.
+    fn tally(&self, text: &str) -> Option<TextTally> {
+        Some(TextTally(text.len() as u64, 0))
+    }
+
+    fn count_tally(&self, t: TextTally) -> u64 {
+        t.0.div_ceil(4)
     }
 
     fn count_parts(&self, parts: &[Part]) -> u64 {

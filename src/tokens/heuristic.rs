@@ -1,6 +1,6 @@
 //! FIM One's token estimate (`CompactUtils.estimate_tokens` / `estimate_messages_tokens`).
 
-use super::{ascii_and_other_bytes, ascii_and_other_chars, TokenCounter};
+use super::{ascii_and_other_bytes, ascii_and_other_chars, TextTally, TokenCounter};
 use crate::model::Part;
 
 /// FIM One charges a flat 765 tokens per image: OpenAI's cost of a 1024×1024 high-detail image.
@@ -59,6 +59,16 @@ impl TokenCounter for Heuristic {
             })
         };
         estimate(ascii, other)
+    }
+
+    /// ASCII and other characters.
+    fn tally(&self, text: &str) -> Option<TextTally> {
+        let (ascii, other) = ascii_and_other_chars(text);
+        Some(TextTally(ascii, other))
+    }
+
+    fn count_tally(&self, t: TextTally) -> u64 {
+        estimate(t.0, t.1)
     }
 
     /// FIM One sums its per-part estimates and adds the message overhead. It counts only
