@@ -7,7 +7,7 @@
 use crate::config::ContextPruning;
 use crate::truncation::{
     cut_result_of, js_len, max_tool_input_chars, max_tool_result_chars, soft_trim, truncate_input,
-    truncate_result, truncate_result_of, Cut, Cuts, HeadTail,
+    truncate_result, truncate_result_of, Cut, Cuts, HeadTail, Indicator,
 };
 
 /// A text the run made (masked, truncated, pruned), shared: whole, or a cut of the message's
@@ -21,16 +21,16 @@ enum Repr {
     Whole(Box<str>),
     Cut {
         kept: HeadTail,
-        // A `String`, not a `Box<str>`: boxing shrinks the indicator's buffer, a reallocation
-        // and a copy for every cut (8 % of a 10k replay's instructions with summarization off).
-        marker: String,
+        // Inline, in this allocation (an allocation of its own was one more malloc and free
+        // for every cut).
+        marker: Indicator,
         whole: std::sync::OnceLock<Box<str>>,
     },
 }
 
 impl Text {
     /// A cut of the original: its first `kept.head` bytes, `marker`, its last `kept.tail`.
-    pub fn cut(kept: HeadTail, marker: String) -> Text {
+    pub fn cut(kept: HeadTail, marker: Indicator) -> Text {
         Text(std::sync::Arc::new(Repr::Cut {
             kept,
             marker,

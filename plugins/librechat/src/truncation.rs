@@ -247,7 +247,7 @@ pub struct HeadTail {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cut {
     Text(String),
-    Kept(HeadTail, String),
+    Kept(HeadTail, Indicator),
 }
 
 /// [`truncate_result`] of a content whose length (UTF-16 units) the caller keeps, with the
@@ -312,7 +312,7 @@ pub fn cut_result_of(
     if len <= max {
         return None;
     }
-    let indicator = result_indicator(len as u64, max_chars);
+    let indicator = Indicator::result(len as u64, max_chars);
     // Its two ellipses are three bytes and one unit each; the rest is ASCII.
     let indicator_units = indicator.len() - 4;
     debug_assert_eq!(indicator_units as u64, js_len(&indicator));
@@ -409,15 +409,51 @@ pub fn cut_result_of(
 }
 
 /// `truncateToolResultContent`'s indicator, `\n\n… [truncated: {len} chars exceeded {max}
-/// limit] …\n\n`, written without the formatting machinery (it is made for every cut).
-fn result_indicator(len: u64, max: u64) -> String {
-    let mut s = String::with_capacity(64);
-    s.push_str("\n\n… [truncated: ");
-    push_uint(&mut s, len);
-    s.push_str(" chars exceeded ");
-    push_uint(&mut s, max);
-    s.push_str(" limit] …\n\n");
-    s
+/// limit] …\n\n`, written without the formatting machinery (it is made for every cut) and kept
+/// inline: at most 87 bytes (two 20-digit numbers), so a cut kept as the run's text is one
+/// allocation, not two (LibreChat with summarization on makes ~18 cuts a call).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Indicator {
+    len: u8,
+    bytes: [u8; INDICATOR_MAX],
+}
+
+const INDICATOR_MAX: usize = 88;
+
+impl Indicator {
+    pub fn result(len: u64, max: u64) -> Indicator {
+        let mut s = Indicator {
+            len: 0,
+            bytes: [0; INDICATOR_MAX],
+        };
+        s.push("\n\n… [truncated: ");
+        s.push(itoa::Buffer::new().format(len));
+        s.push(" chars exceeded ");
+        s.push(itoa::Buffer::new().format(max));
+        s.push(" limit] …\n\n");
+        s
+    }
+
+    /// Only whole `str`s are written, so the bytes stay UTF-8.
+    fn push(&mut self, t: &str) {
+        let at = self.len as usize;
+        self.bytes[at..at + t.len()].copy_from_slice(t.as_bytes());
+        self.len += t.len() as u8;
+    }
+}
+
+impl std::ops::Deref for Indicator {
+    type Target = str;
+    fn deref(&self) -> &str {
+        // SAFETY: `push` is the only writer, and it appends whole `str`s.
+        unsafe { std::str::from_utf8_unchecked(&self.bytes[..self.len as usize]) }
+    }
+}
+
+impl std::fmt::Debug for Indicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
 }
 
 /// `v` in decimal (`itoa`: two digits a step from a table, no formatter; made twice per cut).
@@ -639,7 +675,7 @@ mod tests {
             (u64::MAX, 400_000),
         ] {
             assert_eq!(
-                result_indicator(len, max),
+                &*Indicator::result(len, max),
                 format!("\n\n… [truncated: {len} chars exceeded {max} limit] …\n\n")
             );
         }
