@@ -49,9 +49,13 @@ pub(crate) struct Entry<'a> {
     /// entry, not in `Context::edits`: a hash lookup per edited message was 3 % of a LibreChat
     /// replay (perf). Reset whenever an edit changes or removes the entry (`Context::apply`).
     text_tokens: Cell<u64>,
+    /// Its slot in `Context::cut_slots` once a cut of its text was counted (`NO_CUT_SLOT`
+    /// before); freed with `text_tokens`.
+    cut_slot: Cell<u32>,
 }
 
 const TEXT_TOKENS_UNKNOWN: u64 = u64::MAX;
+const NO_CUT_SLOT: u32 = u32::MAX;
 
 /// A few keys, inline while there are at most two (a call and its result, or a message with two
 /// tool parts: almost every entry), so appending a tool message allocates nothing.
@@ -141,6 +145,8 @@ pub(crate) struct Context<'a> {
     /// Strategies that filter the view send the same edits call after call; an edit that
     /// changes or removes the entry forgets them.
     edits: RefCell<FxHashMap<u64, EntryEdits>>,
+    /// What `count_cut` remembers of the entries' cuts (`Entry::cut_slot`).
+    cut_slots: RefCell<CutSlots>,
     /// The this-call content edits of the agent's last decision, one per message, by key
     /// (ascending): what an ABI 1.7 `Repeat` op makes again. An edit that changes or removes the
     /// entry forgets its own. `standing_spare` is the previous list, kept for its memory.
@@ -241,8 +247,15 @@ struct EntryEdits {
     /// whole from the plugin and is not cached: checking it against earlier ones (memcmp of
     /// texts that share their head) cost more than working it out (a count of the new text).
     list: Vec<CachedEdit>,
-    /// The tallies of the pieces the latest cuts of the entry's text keep (`Context::count_cut`).
-    cuts: Vec<CutPieces>,
+}
+
+/// Per entry whose text was cut (`Entry::cut_slot`), the tallies of the pieces its latest cuts
+/// keep (`Context::count_cut`). Slots, not a hash map by key: at 1M messages the map's lookup
+/// missed the cache at every cut (6 % of a LibreChat replay's time).
+#[derive(Default)]
+struct CutSlots {
+    slots: Vec<Vec<CutPieces>>,
+    free: Vec<u32>,
 }
 
 /// The two pieces an ABI 1.8 cut keeps of an entry's text, as a tallying counter counts them.
@@ -398,6 +411,7 @@ impl<'a> Context<'a> {
             coverage: Coverage::default(),
             scratch: Vec::new(),
             edits: RefCell::default(),
+            cut_slots: RefCell::default(),
             standing: StandingList::default(),
             standing_spare: Vec::new(),
             standing_sums: (0, 0, 0),
@@ -744,6 +758,7 @@ impl<'a> Context<'a> {
             known,
             known_view,
             text_tokens: Cell::new(TEXT_TOKENS_UNKNOWN),
+            cut_slot: Cell::new(NO_CUT_SLOT),
         });
         self.views.push(view);
         self.parts.push(part_list);
@@ -766,8 +781,14 @@ impl<'a> Context<'a> {
     ) {
         if !matches!(edit, Replacement::Flags { .. }) {
             let edits = self.edits.get_mut();
+            let cut_slots = self.cut_slots.get_mut();
             for en in &self.entries[s..e] {
                 en.text_tokens.set(TEXT_TOKENS_UNKNOWN);
+                let slot = en.cut_slot.replace(NO_CUT_SLOT);
+                if slot != NO_CUT_SLOT {
+                    cut_slots.slots[slot as usize].clear();
+                    cut_slots.free.push(slot);
+                }
                 if !edits.is_empty() {
                     edits.remove(&en.key);
                 }
@@ -881,6 +902,7 @@ impl<'a> Context<'a> {
                         known: 0,
                         known_view: 0,
                         text_tokens: Cell::new(TEXT_TOKENS_UNKNOWN),
+                        cut_slot: Cell::new(NO_CUT_SLOT),
                     },
                 );
                 self.views.insert(s, view);
@@ -1390,9 +1412,22 @@ impl<'a> Context<'a> {
                 nul_in(h) || nul_in(t),
             ));
         };
-        let key = self.entries[i].key;
-        let mut edits = self.edits.borrow_mut();
-        let cuts = &mut edits.entry(key).or_default().cuts;
+        let mut slots = self.cut_slots.borrow_mut();
+        let slot = match self.entries[i].cut_slot.get() {
+            NO_CUT_SLOT => {
+                let slot = match slots.free.pop() {
+                    Some(slot) => slot,
+                    None => {
+                        slots.slots.push(Vec::new());
+                        (slots.slots.len() - 1) as u32
+                    }
+                };
+                self.entries[i].cut_slot.set(slot);
+                slot
+            }
+            slot => slot,
+        };
+        let cuts = &mut slots.slots[slot as usize];
         let kept = match cuts.iter().position(|c| c.head == head && c.tail == tail) {
             Some(k) => &cuts[k],
             None => {
